@@ -1,0 +1,3 @@
+from refsim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,595 @@
+"""The host core: creates, executes, forks and erases runs, and enforces RFC 0252.
+
+Requests arrive here already schema-valid; every decision below is a rule of an
+RFC (or a row of specs/assumptions.yaml), and every refusal is a `Refusal` value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from refsim import schemas
+from refsim.domain.agents import Agent, default_agents
+from refsim.domain.canonical import sha256_hex
+from refsim.domain.clock import LogicalClock
+from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
+from refsim.domain.ids import IdMinter, RunId, parse_bound
+from refsim.domain.owners import DEFAULT_TENANTS, Owner, Tenant
+from refsim.domain.profile import HostProfile
+from refsim.domain.recorded import CopyStore, Deriver, SourcePolicy
+from refsim.domain.refusals import (
+    UNUSABLE_BASELINE,
+    UNUSABLE_SOURCE,
+    Refusal,
+    not_found,
+    state_conflict,
+    tenant_mismatch,
+    validation,
+)
+from refsim.domain.runs import EvalRecord, Event, HeldCall, RunRecord
+from refsim.domain.suites import Suite, SuiteCatalogue, Task, golden_match, load_builtin
+from refsim.domain.tools import ToolGateway, ToolResult
+
+WORKFLOWS = ("conformance-agent-call", "conformance-noop", "conformance-wait-input")
+MAX_DELEGATION_DEPTH = 4
+FIXTURE_MISS_ERROR = {"code": "fixture_miss",
+                      "message": "no fixture entry matches this call; no live tool ran"}
+
+
+# ----------------------------------------------------------------------------- components
+
+
+class RequestRules:
+    """§B request rules, in the documented order (assumption `refusal-order`)."""
+
+    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
+        if "fixtureRuns" not in body:
+            return None
+        if not core.profile.recorded_fixtures:
+            return validation("fixtureRuns is not accepted by this host", field="fixtureRuns")
+        if body.get("mode") != "eval":
+            return validation("fixtureRuns is only meaningful with mode eval",
+                              field="fixtureRuns")
+        if not body["fixtureRuns"]:
+            return validation("fixtureRuns must name at least one task", field="fixtureRuns")
+        return None
+
+    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        if any(suite.task(key) is None for key in fixture_runs):
+            return validation("fixtureRuns names a task the suite does not have",
+                              field="fixtureRuns")
+        return None
+
+    def conflicts(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        for key in fixture_runs:
+            task = suite.task(key)
+            if task is not None and task.fixtures is not None \
+                    and task.fixtures.conflicts_with_recorded:
+                return validation("a task named in fixtureRuns already carries suite fixtures "
+                                  "(toolResponses or onMiss); the two are never merged",
+                                  field="fixtureRuns")
+        return None
+
+    def live_shadow(self, modes: tuple[str, ...]) -> Refusal | None:
+        if "live-shadow" in modes:
+            return validation("fixtureRuns cannot be combined with live-shadow, "
+                              "which ignores fixtures", field="fixtureRuns")
+        return None
+
+    def unusable_source(self, value: Any) -> Refusal:
+        """The one refusal for every unusable source (§C): the same bytes whatever the value."""
+        return UNUSABLE_SOURCE
+
+
+@attrs.frozen
+class TaskPlan:
+    entries: tuple[FixtureEntry, ...] | None  # None: every call goes live
+    on_miss: str
+
+
+class TaskPlanner:
+    """Which fixtures serve a task, and what a miss does."""
+
+    def plan(self, core: HostCore, task: Task, modes: tuple[str, ...],
+             derived: tuple[FixtureEntry, ...] | None) -> TaskPlan:
+        if "live-shadow" in modes:
+            return TaskPlan(None, "live")  # live-shadow ignores fixtures
+        if derived is not None:
+            return TaskPlan(derived, "fail")  # §D: recorded fixtures run fail-closed
+        if task.fixtures is not None:
+            return TaskPlan(task.fixtures.entries,
+                            task.fixtures.on_miss or core.profile.default_on_miss)
+        return TaskPlan(None, "live")
+
+    def make_matcher(self, entries: tuple[FixtureEntry, ...]) -> FixtureMatcher:
+        return FixtureMatcher(entries)
+
+
+class MissPolicy:
+    """What the agent gets when no entry matches (RFC 0244 §D)."""
+
+    def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
+                on_miss: str) -> tuple[ToolResult, bool]:
+        """The result, and whether the call counts as a fixture miss."""
+        if on_miss == "live":
+            return core.gateway.call(tenant, tool, args), False
+        return ToolResult("error", error=dict(FIXTURE_MISS_ERROR)), True
+
+
+class Echo:
+    """§E: `eval.started` carries the accepted map verbatim."""
+
+    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
+        if fixture_runs is not None:
+            payload["fixtureRuns"] = dict(fixture_runs)
+
+
+class ForkPolicy:
+    """§E and Security: a fork reads the stored derived copy, never the source again."""
+
+    def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
+        assert run.eval is not None
+        origin = run.eval.copy_origin or run.run_id
+        out: dict[str, tuple[FixtureEntry, ...]] = {}
+        for task_id, value in (run.eval.fixture_runs or {}).items():
+            source = parse_bound(value)
+            entries = None if source is None else core.copies.get(source, origin, task_id)
+            if entries is None:
+                return None
+            out[task_id] = entries
+        return out
+
+
+@attrs.frozen
+class Components:
+    """The swappable parts of a host. The zoo of faulty hosts replaces exactly one."""
+
+    rules: RequestRules = attrs.Factory(RequestRules)
+    sources: SourcePolicy = attrs.Factory(SourcePolicy)
+    deriver: Deriver = attrs.Factory(Deriver)
+    planner: TaskPlanner = attrs.Factory(TaskPlanner)
+    misses: MissPolicy = attrs.Factory(MissPolicy)
+    echo: Echo = attrs.Factory(Echo)
+    forks: ForkPolicy = attrs.Factory(ForkPolicy)
+    copies: Callable[[], CopyStore] = CopyStore
+
+
+# ----------------------------------------------------------------------------- execution
+
+
+@attrs.define
+class _Port:
+    """The tool boundary of one task trial: fixtures first, else live."""
+
+    core: HostCore
+    tenant: str
+    matcher: FixtureMatcher | None
+    on_miss: str
+    misses: int = 0
+
+    def call(self, tool: str, args: Any) -> ToolResult:
+        if self.matcher is None:
+            return self.core.gateway.call(self.tenant, tool, args)
+        entry = self.matcher.select(tool, args)
+        if entry is None:
+            result, missed = self.core.components.misses.on_miss(
+                self.core, self.tenant, tool, args, self.on_miss)
+            self.misses += int(missed)
+            return result
+        if entry.is_error:
+            return ToolResult("error", error=_error_object(entry.response))
+        return ToolResult.ok(entry.response)
+
+
+def _error_object(response: Any) -> dict[str, Any]:
+    if isinstance(response, dict) and isinstance(response.get("code"), str) \
+            and isinstance(response.get("message"), str) and response["code"] \
+            and response["message"]:
+        return dict(response)
+    return {"code": "tool_error", "message": "recorded tool error", "details":
+            {"response": response}}
+
+
+@attrs.define
+class _Invocation:
+    core: HostCore
+    run: RunRecord
+    agent_id: str
+    invocation_id: str
+    port: _Port
+    depth: int
+
+    def call(self, tool: str, args: Any) -> ToolResult:
+        return self.core._tool_call(self, tool, args)
+
+    def delegate(self, agent_id: str, task_input: Any) -> Any:
+        if self.depth + 1 > MAX_DELEGATION_DEPTH or agent_id not in self.core.agents:
+            return None
+        self.core._emit(self.run, "agent.handoff",
+                        {"fromAgentId": self.agent_id, "toAgentId": agent_id})
+        return self.core._invoke(self.run, agent_id, task_input, self.port, self.depth + 1,
+                                 parent=self.invocation_id)
+
+
+# ----------------------------------------------------------------------------- the core
+
+
+@attrs.define
+class Created:
+    run: RunRecord
+
+
+@attrs.define
+class HostCore:
+    seed: int = 0
+    profile: HostProfile = attrs.Factory(HostProfile)
+    components: Components = attrs.Factory(Components)
+    minter: IdMinter = attrs.field(init=False)
+    clock: LogicalClock = attrs.Factory(LogicalClock)
+    gateway: ToolGateway = attrs.Factory(ToolGateway)
+    tenants: dict[str, Tenant] = attrs.Factory(dict)
+    runs: dict[RunId, RunRecord] = attrs.Factory(dict)
+    agents: dict[str, Agent] = attrs.Factory(default_agents)
+    suites: SuiteCatalogue = attrs.field(init=False)
+    copies: CopyStore = attrs.field(init=False)
+    # How often each source id was resolved: a fork must never add to it (§E).
+    resolutions: dict[RunId, int] = attrs.Factory(dict)
+
+    def __attrs_post_init__(self) -> None:
+        self.minter = IdMinter(self.seed)
+        self.suites = SuiteCatalogue(load_builtin())
+        self.copies = self.components.copies()
+        for tenant in DEFAULT_TENANTS:
+            self.add_tenant(tenant)
+
+    # -- tenants and agents
+
+    def add_tenant(self, tenant: Tenant) -> None:
+        if tenant.api_key in self.tenants and self.tenants[tenant.api_key] != tenant:
+            owner = self.tenants[tenant.api_key].name
+            raise ValueError(f"API key already belongs to tenant {owner}")
+        self.tenants[tenant.api_key] = tenant
+
+    def caller(self, api_key: str) -> Owner | None:
+        tenant = self.tenants.get(api_key)
+        return tenant.owner() if tenant is not None else None
+
+    # -- reading
+
+    def visible_run(self, caller: Owner, rid: RunId) -> RunRecord | Refusal:
+        """A run the caller may read; another tenant's id is 403 whether or not it exists."""
+        if rid.tenant != caller.tenant:
+            return tenant_mismatch()
+        run = self.runs.get(rid)
+        if run is None or not caller.can_read(run.owner):
+            return not_found()
+        return run
+
+    # -- create
+
+    def create_run(self, caller: Owner, body: dict[str, Any]) -> Created | Refusal:
+        rules = self.components.rules
+        refusal = rules.fixture_runs_gate(self, body)
+        if refusal is not None:
+            return refusal
+        if "tenantId" in body and body["tenantId"] != caller.tenant:
+            return tenant_mismatch()
+        if body.get("mode") == "eval":
+            return self._create_eval(caller, body)
+        if "evalModes" in body or "baselineRunId" in body:
+            return validation("evalModes and baselineRunId are only meaningful with mode eval")
+        return self._create_workflow(caller, body)
+
+    def _create_workflow(self, caller: Owner, body: dict[str, Any]) -> Created | Refusal:
+        workflow_id = body["workflowId"]
+        if workflow_id not in WORKFLOWS:
+            return validation("workflowId names no workflow on this host", field="workflowId")
+        inputs = body.get("inputs", {})
+        agent_id = inputs.get("agentId")
+        script = inputs.get("script", [])
+        if workflow_id == "conformance-agent-call" and agent_id is None:
+            return validation("conformance-agent-call needs inputs.agentId",
+                              field="inputs.agentId")
+        if agent_id is not None and agent_id not in self.agents:
+            return validation("inputs.agentId names no agent on this host",
+                              field="inputs.agentId")
+        if not schemas.is_valid("script.schema.json", script):
+            return validation("inputs.script is not a valid agent script", field="inputs.script")
+        run = self._new_run(caller, workflow_id, body)
+        self._emit(run, "run.started", self._run_started(run))
+        if agent_id is not None and workflow_id != "conformance-noop":
+            port = _Port(self, caller.tenant, None, "live")
+            self._invoke(run, agent_id, {"script": script}, port, 0)
+        if workflow_id == "conformance-wait-input":
+            run.status = "waiting-input"
+        else:
+            self._finish(run, "completed")
+        return Created(run)
+
+    def _create_eval(self, caller: Owner, body: dict[str, Any]) -> Created | Refusal:
+        profile, rules = self.profile, self.components.rules
+        if not profile.eval_suite:
+            return Refusal(422, "capability_not_provided",
+                           "this host does not run evals (agents.evalSuite is not advertised)")
+        if ("evalModes" in body or "baselineRunId" in body) and not profile.baseline_selection:
+            return validation("evalModes and baselineRunId need "
+                              "agents.evalSuite.baselineSelection, which this host lacks")
+        suite = self.suites.lookup(caller.tenant, body["evalSuiteRef"])
+        if suite is None:
+            return validation("evalSuiteRef names no suite on this host", field="evalSuiteRef")
+        agent_id = body["agentId"]
+        if agent_id not in self.agents:
+            return validation("agentId names no agent on this host", field="agentId")
+        if suite.target_agent_id is not None and suite.target_agent_id != agent_id:
+            return validation("agentId differs from the suite's targetAgentId", field="agentId")
+        modes = tuple(body.get("evalModes") or suite.modes)
+        if any(m not in suite.modes or m not in profile.modes for m in modes):
+            return validation("a requested mode is not declared by the suite or not "
+                              "implemented by this host", field="evalModes")
+        if "baselineRunId" in body and "regression" not in modes:
+            return validation("baselineRunId needs the regression mode", field="baselineRunId")
+        fixture_runs: dict[str, Any] | None = body.get("fixtureRuns")
+        if fixture_runs is not None:
+            for check in (rules.keys(suite, fixture_runs), rules.conflicts(suite, fixture_runs),
+                          rules.live_shadow(modes)):
+                if check is not None:
+                    return check
+        baseline = None
+        if "baselineRunId" in body:
+            baseline = self._usable_baseline(caller, body["baselineRunId"], suite)
+            if baseline is None:
+                return UNUSABLE_BASELINE
+        # §C then §D, all before anything is minted: a refusal leaves no trace.
+        derived: dict[str, tuple[FixtureEntry, ...]] = {}
+        sources: dict[str, RunId] = {}
+        for task_id, value in (fixture_runs or {}).items():
+            source = self.components.sources.usable(self, caller, value, agent_id)
+            if source is None:
+                return rules.unusable_source(value)
+            derived[task_id] = self.components.deriver.derive(self, source, agent_id)
+            sources[task_id] = source.run_id
+        run = self._new_run(caller, f"eval:{suite.suite_id}", body)
+        run.eval = EvalRecord(suite.suite_id, suite.version, body["evalSuiteRef"], agent_id,
+                              modes, fixture_runs, baseline.run_id if baseline else None)
+        for task_id, entries in derived.items():
+            self.copies.put(sources[task_id], run.run_id, task_id, entries)
+        self._execute_eval(run, suite, derived, baseline)
+        return Created(run)
+
+    def _usable_baseline(self, caller: Owner, value: Any, suite: Suite) -> RunRecord | None:
+        rid = parse_bound(value)
+        run = self.runs.get(rid) if rid is not None else None
+        if run is None or not caller.can_read(run.owner) or run.status != "completed":
+            return None
+        if run.eval is None or run.eval.summary is None or run.eval.suite_id != suite.suite_id:
+            return None
+        return run
+
+    # -- eval execution
+
+    def _execute_eval(self, run: RunRecord, suite: Suite,
+                      derived: dict[str, tuple[FixtureEntry, ...]],
+                      baseline: RunRecord | None) -> None:
+        assert run.eval is not None
+        ev = run.eval
+        self._emit(run, "run.started", self._run_started(run))
+        started: dict[str, Any] = {"suiteId": suite.suite_id, "suiteVersion": suite.version,
+                                   "taskCount": len(suite.tasks), "modes": list(ev.modes)}
+        if baseline is not None:
+            started["baselineRunId"] = baseline.run_id.bound
+        self.components.echo.eval_started(started, ev.fixture_runs)
+        self._emit(run, "eval.started", started)
+        results = []
+        total_misses = 0
+        for task in suite.tasks:
+            plan = self.components.planner.plan(self, task, ev.modes, derived.get(task.task_id))
+            matcher = (self.components.planner.make_matcher(plan.entries)
+                       if plan.entries is not None else None)
+            passed_trials, misses = 0, 0
+            for _ in range(suite.trials):
+                if matcher is not None:
+                    matcher.reset()  # consumption resets at the start of every trial
+                port = _Port(self, run.owner.tenant, matcher, plan.on_miss)
+                decision = self._invoke(run, ev.agent_id, task.input, port, 0)
+                misses += port.misses
+                if port.misses == 0 and golden_match(task.expected, decision):
+                    passed_trials += 1
+            score = passed_trials / suite.trials
+            result: dict[str, Any] = {"taskId": task.task_id, "score": score,
+                                      "passed": passed_trials == suite.trials,
+                                      "fixtureMissCount": misses}
+            if suite.trials > 1:
+                result["trials"] = suite.trials
+                result["passedTrials"] = passed_trials
+            total_misses += misses
+            results.append(result)
+            self._emit(run, "eval.scored", dict(result))
+        aggregate = sum(r["score"] for r in results) / len(results)
+        passed_count = sum(1 for r in results if r["passed"])
+        passed = (aggregate >= suite.pass_score if suite.pass_score is not None
+                  else passed_count == len(results))
+        summary: dict[str, Any] = {"suiteId": suite.suite_id, "suiteVersion": suite.version,
+                                   "aggregateScore": aggregate, "passed": passed,
+                                   "taskCount": len(results), "passedCount": passed_count,
+                                   "tasks": results}
+        completed: dict[str, Any] = {"aggregateScore": aggregate, "passed": passed,
+                                     "taskCount": len(results), "passedCount": passed_count,
+                                     "fixtureMissCount": total_misses}
+        if baseline is not None and baseline.eval is not None and baseline.eval.summary:
+            delta = max(-1.0, min(1.0, aggregate - baseline.eval.summary["aggregateScore"]))
+            completed["regressionVsBaseline"] = delta
+            summary["regression"] = {"baselineRunId": baseline.run_id.bound, "scoreDelta": delta}
+        ev.summary = summary
+        self._emit(run, "eval.completed", completed)
+        self._finish(run, "completed")
+
+    # -- agent invocation and the tool boundary
+
+    def _invoke(self, run: RunRecord, agent_id: str, task_input: Any, port: _Port, depth: int,
+                parent: str | None = None) -> Any:
+        invocation_id = self.minter.uuid_like()
+        run.invoked_agents.add(agent_id)
+        started: dict[str, Any] = {"invocationId": invocation_id, "agentId": agent_id}
+        if parent is not None:
+            started["parentInvocationId"] = parent
+        self._emit(run, "agent.invocation-started", started)
+        ctx = _Invocation(self, run, agent_id, invocation_id, port, depth)
+        outcome = "completed"
+        try:
+            decision = self.agents[agent_id].run(ctx, task_input)
+        except Exception:  # a registered Python agent's bug ends its invocation, not the host
+            decision, outcome = None, "failed"
+        self._emit(run, "agent.decided", {"agentId": agent_id, "decision": decision})
+        self._emit(run, "agent.invocation-completed",
+                   {"invocationId": invocation_id, "agentId": agent_id, "outcome": outcome})
+        return decision
+
+    def _tool_call(self, inv: _Invocation, tool: str, args: Any) -> ToolResult:
+        run, agent_id = inv.run, inv.agent_id
+        call_id = self.minter.uuid_like()
+        content_free = agent_id in self.profile.content_free_agents
+        called: dict[str, Any] = {"agentId": agent_id, "toolName": tool, "callId": call_id}
+        if content_free:
+            called["argsHash"] = sha256_hex(args)
+        else:
+            called["inputs"] = args
+        called_event = self._emit(run, "agent.tool-called", called)
+        result = inv.port.call(tool, args)
+        returned: dict[str, Any] = {"agentId": agent_id, "toolName": tool, "callId": call_id,
+                                    "status": result.status}
+        if not content_free:
+            if result.failed:
+                returned["error"] = result.error
+            else:
+                returned["outcome"] = result.outcome
+        if result.status in ("ok", "error"):
+            returned["durationMs"] = 0
+        self._emit(run, "agent.tool-returned", returned)
+        if agent_id in self.profile.unheld_agents:
+            run.unheld_agents.add(agent_id)
+        else:
+            run.held_calls.append(HeldCall(called_event.sequence, agent_id, inv.invocation_id,
+                                           tool, call_id, args, result.status, result.outcome,
+                                           result.error))
+        return result
+
+    # -- forks, seams
+
+    def fork(self, caller: Owner, rid: RunId, body: dict[str, Any]) -> Created | Refusal:
+        found = self.visible_run(caller, rid)
+        if isinstance(found, Refusal):
+            return not_found() if found.status == 403 else found
+        source = found
+        if not source.terminal:
+            return state_conflict("only a terminal run can be forked", source.status)
+        from_seq = body.get("fromSeq", 0)
+        if from_seq > source.last_sequence:
+            return Refusal(422, "fork_point_invalid", "fromSeq is past the run's last event")
+        mode = body["mode"]
+        if mode == "replay" and body.get("runOptionsOverlay"):
+            return validation("a replay fork takes no runOptionsOverlay",
+                              field="runOptionsOverlay")
+        if mode == "branch" and from_seq != 0:
+            return Refusal(422, "fork_point_invalid",
+                           "this host branches a run only from sequence 0")
+        copies: dict[str, tuple[FixtureEntry, ...]] = {}
+        if source.eval is not None and source.eval.fixture_runs:
+            found_copies = self.components.forks.copies(self, source)
+            if found_copies is None:
+                return Refusal(404, self.profile.gone_copy_code,
+                               "the recorded fixtures this eval run used are gone; "
+                               "it cannot be replayed")
+            copies = found_copies
+        run = self._new_run(caller, source.workflow_id, source.request)
+        run.parent = source.run_id
+        if mode == "replay":
+            self._replay_events(run, source)
+        elif source.eval is not None:
+            suite = self.suites.lookup(source.owner.tenant, source.eval.suite_ref)
+            if suite is None:  # a tenant suite cannot disappear, but never run live on a guess
+                del self.runs[run.run_id]
+                return Refusal(404, "replay_source_missing", "the eval's suite is gone")
+            ev = source.eval
+            run.eval = EvalRecord(ev.suite_id, ev.suite_version, ev.suite_ref, ev.agent_id,
+                                  ev.modes, ev.fixture_runs, ev.baseline,
+                                  copy_origin=ev.copy_origin or source.run_id)
+            baseline = self.runs.get(ev.baseline) if ev.baseline else None
+            self._execute_eval(run, suite, copies, baseline)
+        else:
+            inputs = source.request.get("inputs", {})
+            self._emit(run, "run.started", self._run_started(run))
+            if inputs.get("agentId") is not None and source.workflow_id != "conformance-noop":
+                self._invoke(run, inputs["agentId"], {"script": inputs.get("script", [])},
+                             _Port(self, caller.tenant, None, "live"), 0)
+            self._finish(run, "completed")
+        return Created(run)
+
+    def _replay_events(self, run: RunRecord, source: RunRecord) -> None:
+        """A replay re-reads the recorded events; it executes nothing and holds no calls."""
+        for event in source.events:
+            self._emit(run, event.type, event.payload)
+        run.status = source.status
+        run.completed_at = self.clock.now()
+        run.holds_calls = False
+        run.invoked_agents = set(source.invoked_agents)
+        if source.eval is not None:
+            ev = source.eval
+            run.eval = EvalRecord(ev.suite_id, ev.suite_version, ev.suite_ref, ev.agent_id,
+                                  ev.modes, ev.fixture_runs, ev.baseline,
+                                  copy_origin=ev.copy_origin or source.run_id,
+                                  summary=ev.summary)
+
+    def erase(self, caller: Owner, rid: RunId) -> dict[str, Any] | Refusal:
+        found = self.visible_run(caller, rid)
+        if isinstance(found, Refusal):
+            return found
+        found.calls_erased = True
+        found.held_calls = []
+        erased = self.copies.erase_source(rid)
+        return {"runId": rid.bound, "erased": True, "derivedCopiesErased": erased}
+
+    def resolve(self, caller: Owner, rid: RunId) -> RunRecord | Refusal:
+        found = self.visible_run(caller, rid)
+        if isinstance(found, Refusal):
+            return found
+        if found.status != "waiting-input":
+            return state_conflict("the run is not waiting for input", found.status)
+        self._finish(found, "completed")
+        return found
+
+    def cancel(self, caller: Owner, rid: RunId) -> RunRecord | Refusal:
+        found = self.visible_run(caller, rid)
+        if isinstance(found, Refusal):
+            return found
+        if found.terminal:
+            return Refusal(409, "run_terminal", "the run is already terminal")
+        self._emit(found, "run.cancelled", {})
+        found.status = "cancelled"
+        found.completed_at = self.clock.now()
+        return found
+
+    # -- plumbing
+
+    def _new_run(self, caller: Owner, workflow_id: str, request: dict[str, Any]) -> RunRecord:
+        rid = self.minter.run_id(caller.tenant)
+        run = RunRecord(rid, caller, workflow_id, "running", request, self.clock.now())
+        self.runs[rid] = run
+        return run
+
+    def _run_started(self, run: RunRecord) -> dict[str, Any]:
+        return {"owner": run.owner.to_json(), "transport": "rest",
+                "workflowId": run.workflow_id}
+
+    def _emit(self, run: RunRecord, type_: str, payload: dict[str, Any]) -> Event:
+        event = Event("ev-" + self.minter.opaque(24), run.run_id, type_, payload,
+                      self.clock.now(), len(run.events))
+        run.events.append(event)
+        return event
+
+    def _finish(self, run: RunRecord, status: str) -> None:
+        self._emit(run, f"run.{status}", {"status": status})
+        run.status = status
+        run.completed_at = self.clock.now()

@@ -1,0 +1,122 @@
+"""Tenant-bound ids (`<tenant>/<opaque>`), their v2 grammar and the `~2F` path projection.
+
+An id that does not decode is a value, never an exception: callers get `None`.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import attrs
+
+TENANT_RE = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}$")
+WORKSPACE_RE = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
+OPAQUE_RE = re.compile(r"^[A-Za-z0-9._~-]{16,128}$")
+BOUND_RE = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$")
+AGENT_ID_RE = re.compile(r"^[A-Za-z0-9._~:-]{1,128}$")
+
+_PASSTHROUGH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_HEX = frozenset("0123456789abcdefABCDEF")
+# Minted opaque segments use a plain alphabet: never `~` (the grammar forbids minting it).
+_MINT_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@attrs.frozen(order=True)
+class RunId:
+    """A parsed tenant-bound run id."""
+
+    tenant: str
+    opaque: str
+
+    @property
+    def bound(self) -> str:
+        return f"{self.tenant}/{self.opaque}"
+
+    @property
+    def projected(self) -> str:
+        return project(self.bound)
+
+    def __str__(self) -> str:
+        return self.bound
+
+
+def parse_bound(value: object) -> RunId | None:
+    """The `RunId` of a bound-form string, or None when it is not one."""
+    if not isinstance(value, str) or not BOUND_RE.match(value):
+        return None
+    tenant, _, opaque = value.rpartition("/")
+    return RunId(tenant, opaque)
+
+
+def project(bound: str) -> str:
+    """Project an id to one path segment: each byte outside `[A-Za-z0-9._-]` as `~XX`."""
+    return "".join(chr(b) if b in _PASSTHROUGH else f"~{b:02X}" for b in bound.encode("utf-8"))
+
+
+class ProjectionError(ValueError):
+    """A path segment with a `~` or `%` not followed by two hex digits."""
+
+
+def unproject(segment: str) -> str:
+    """Decode a projected (`~2F`) or percent-encoded (`%2F`) segment to its bound form.
+
+    Raises ProjectionError on a dangling escape; the router turns that into a
+    400. Bytes that do not form UTF-8 also raise ProjectionError.
+    """
+    out = bytearray()
+    i = 0
+    n = len(segment)
+    while i < n:
+        ch = segment[i]
+        if ch in "~%":
+            hexpart = segment[i + 1 : i + 3]
+            if len(hexpart) != 2 or not set(hexpart) <= _HEX:
+                raise ProjectionError(
+                    f"escape {ch!r} at offset {i} is not followed by two hex digits")
+            out.append(int(hexpart, 16))
+            i += 3
+        else:
+            out += ch.encode("utf-8")
+            i += 1
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProjectionError("escaped bytes are not UTF-8") from exc
+
+
+def parse_segment(segment: str, default_tenant: str | None = None) -> RunId | None:
+    """Parse a path segment (projected, percent-encoded or bare opaque) to a RunId.
+
+    A bare opaque segment resolves under `default_tenant` (the v1 overlap rule).
+    Returns None for anything that does not decode to the grammar.
+    """
+    try:
+        bound = unproject(segment)
+    except ProjectionError:
+        return None
+    parsed = parse_bound(bound)
+    if parsed is None and default_tenant is not None and OPAQUE_RE.match(bound):
+        return RunId(default_tenant, bound)
+    return parsed
+
+
+@attrs.define
+class IdMinter:
+    """Mints opaque segments from a seeded generator, so a seeded host is reproducible."""
+
+    seed: int
+    _rng: random.Random = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def opaque(self, length: int = 20) -> str:
+        return "".join(self._rng.choice(_MINT_ALPHABET) for _ in range(length))
+
+    def run_id(self, tenant: str) -> RunId:
+        return RunId(tenant, "run-" + self.opaque(20))
+
+    def uuid_like(self) -> str:
+        h = "".join(self._rng.choice("0123456789abcdef") for _ in range(32))
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"

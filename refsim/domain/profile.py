@@ -1,0 +1,69 @@
+"""What a host advertises and retains: the knobs that make one host differ from another."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from refsim.domain.agents import RECORDER
+
+ALL_MODES = ("golden", "rubric", "adversarial", "regression", "live-shadow")
+# The modes this simulator really implements: golden scoring, regression against a
+# baseline, and live-shadow (which ignores fixtures). No rubric judge, no adversarial.
+IMPLEMENTED_MODES = ("golden", "regression", "live-shadow")
+
+
+@attrs.frozen
+class HostProfile:
+    name: str = "reference"
+    eval_suite: bool = True
+    recorded_fixtures: bool = True
+    fixture_matching: bool = True
+    fixture_errors: bool = True
+    baseline_selection: bool = True
+    modes: tuple[str, ...] = IMPLEMENTED_MODES
+    # Agents whose calls the host does not keep: their runs are never usable sources.
+    unheld_agents: frozenset[str] = frozenset()
+    # Agents whose wire lane is content-free (argsHash, no outcome); calls still held.
+    content_free_agents: frozenset[str] = frozenset()
+    counter_seam: bool = True
+    # Registered code for a replay/fork whose derived copy is gone (assumption gone-copy-code).
+    gone_copy_code: str = "replay_source_missing"
+    # onMiss for a task whose suite fixtures omit it (assumption default-on-miss).
+    default_on_miss: str = "fail"
+
+    def agents_family(self) -> dict[str, Any] | None:
+        if not self.eval_suite:
+            return None
+        facet: dict[str, Any] = {"modes": list(self.modes)}
+        for key, on in (("fixtureMatching", self.fixture_matching),
+                        ("fixtureErrors", self.fixture_errors),
+                        ("baselineSelection", self.baseline_selection),
+                        ("recordedFixtures", self.recorded_fixtures)):
+            if on:
+                facet[key] = True
+        return {"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                "evalSuite": facet}
+
+
+PROFILES: dict[str, HostProfile] = {
+    "reference": HostProfile(),
+    "no-recorded-fixtures": HostProfile(name="no-recorded-fixtures", recorded_fixtures=False),
+    "no-fixture-errors": HostProfile(name="no-fixture-errors", fixture_errors=False),
+    "no-baseline-selection": HostProfile(name="no-baseline-selection",
+                                         baseline_selection=False),
+    "content-free-lane": HostProfile(name="content-free-lane",
+                                     content_free_agents=frozenset({RECORDER})),
+    "unheld-calls": HostProfile(name="unheld-calls", unheld_agents=frozenset({RECORDER})),
+    "no-eval": HostProfile(name="no-eval", eval_suite=False, recorded_fixtures=False),
+    "no-counter-seam": HostProfile(name="no-counter-seam", counter_seam=False),
+}
+
+
+def profile_named(name: str) -> HostProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(sorted(PROFILES))
+        raise ValueError(f"unknown host profile {name!r}; known: {known}") from None

@@ -1,0 +1,81 @@
+"""RFC 0252 in the host: source usability (§C), derivation (§D) and the derived-copy store.
+
+Each piece is a small component a faulty host can swap for a broken twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from refsim.domain.fixtures import FixtureEntry
+from refsim.domain.ids import RunId, parse_bound
+from refsim.domain.owners import Owner
+from refsim.domain.runs import HeldCall, RunRecord
+
+if TYPE_CHECKING:
+    from refsim.domain.core import HostCore
+
+
+class SourcePolicy:
+    """§C: decides whether a supplied value names a usable source run."""
+
+    def usable(self, core: HostCore, caller: Owner, value: Any, agent_id: str) -> RunRecord | None:
+        rid = parse_bound(value)
+        if rid is None:
+            return None  # an id that does not decode is an unknown source
+        core.resolutions[rid] = core.resolutions.get(rid, 0) + 1
+        run = core.runs.get(rid)
+        if run is None or not caller.can_read(run.owner) or not run.terminal:
+            return None
+        if agent_id not in run.invoked_agents:
+            return None
+        if not run.holds_calls or run.calls_erased or agent_id in run.unheld_agents:
+            return None
+        calls = [c for c in run.held_calls if c.agent_id == agent_id]
+        if any(c.failed for c in calls) and not core.profile.fixture_errors:
+            return None
+        return run
+
+
+class Deriver:
+    """§D: one exact-args entry per call of the eval's agent, delegates excluded, in order."""
+
+    def derive(self, core: HostCore, source: RunRecord, agent_id: str) -> tuple[FixtureEntry, ...]:
+        calls = sorted((c for c in source.held_calls if c.agent_id == agent_id),
+                       key=lambda c: c.sequence)
+        return tuple(self.entry(c) for c in calls)
+
+    @staticmethod
+    def entry(call: HeldCall) -> FixtureEntry:
+        if call.failed:
+            return FixtureEntry(call.tool, call.inputs, True, call.error, is_error=True)
+        return FixtureEntry(call.tool, call.inputs, True, call.outcome)
+
+
+@attrs.define
+class CopyStore:
+    """Derived entries, stored under their source run so erasing the source reaches them."""
+
+    _by_source: dict[RunId, dict[tuple[RunId, str], tuple[FixtureEntry, ...]]] = attrs.Factory(
+        dict)
+
+    def put(self, source: RunId, eval_run: RunId, task_id: str,
+            entries: tuple[FixtureEntry, ...]) -> None:
+        self._by_source.setdefault(source, {})[(eval_run, task_id)] = entries
+
+    def get(self, source: RunId, eval_run: RunId, task_id: str) -> tuple[FixtureEntry, ...] | None:
+        return self._by_source.get(source, {}).get((eval_run, task_id))
+
+    def erase_source(self, source: RunId) -> int:
+        return len(self._by_source.pop(source, {}))
+
+    def all_entries(self) -> Iterable[tuple[RunId, RunId, str, tuple[FixtureEntry, ...]]]:
+        for source, copies in self._by_source.items():
+            for (eval_run, task_id), entries in copies.items():
+                yield source, eval_run, task_id, entries
+
+    def count_for(self, source: RunId) -> int:
+        return len(self._by_source.get(source, {}))

@@ -1,0 +1,108 @@
+"""Run records, their sequence-ordered event logs, and the held tool-call store.
+
+A run's events are recorded facts; its held calls are the as-executed boundary,
+kept apart from the wire so a content-free lane can still be a fixture source.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from refsim.domain.ids import RunId
+from refsim.domain.owners import Owner
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+SCHEMA_VERSION = 2
+
+
+@attrs.frozen
+class Event:
+    event_id: str
+    run_id: RunId
+    type: str
+    payload: dict[str, Any]
+    timestamp: str
+    sequence: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"eventId": self.event_id, "runId": self.run_id.bound, "type": self.type,
+                "payload": self.payload, "timestamp": self.timestamp,
+                "sequence": self.sequence, "schemaVersion": SCHEMA_VERSION}
+
+
+@attrs.frozen
+class HeldCall:
+    """One tool call as executed: the inputs the agent passed and what it got back."""
+
+    sequence: int
+    agent_id: str
+    invocation_id: str
+    tool: str
+    call_id: str
+    inputs: Any
+    status: str
+    outcome: Any
+    error: dict[str, Any] | None
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "ok"
+
+
+@attrs.define
+class EvalRecord:
+    suite_id: str
+    suite_version: str
+    suite_ref: str
+    agent_id: str
+    modes: tuple[str, ...]
+    fixture_runs: dict[str, Any] | None
+    baseline: RunId | None
+    # task id -> the eval run whose derived copy serves it (itself, or the run it forks)
+    copy_origin: RunId | None = None
+    summary: dict[str, Any] | None = None
+
+
+@attrs.define
+class RunRecord:
+    run_id: RunId
+    owner: Owner
+    workflow_id: str
+    status: str
+    request: dict[str, Any]
+    started_at: str
+    events: list[Event] = attrs.Factory(list)
+    invoked_agents: set[str] = attrs.Factory(set)
+    held_calls: list[HeldCall] = attrs.Factory(list)
+    # Agents that made calls this host did not keep (profile), and whether the run's
+    # held content was erased: either way the run cannot be a fixture source.
+    unheld_agents: set[str] = attrs.Factory(set)
+    calls_erased: bool = False
+    holds_calls: bool = True
+    eval: EvalRecord | None = None
+    parent: RunId | None = None
+    completed_at: str | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def last_sequence(self) -> int:
+        return self.events[-1].sequence if self.events else -1
+
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"runId": self.run_id.bound, "workflowId": self.workflow_id,
+                               "status": self.status, "owner": self.owner.to_json(),
+                               "eventLogSchemaVersion": SCHEMA_VERSION,
+                               "startedAt": self.started_at}
+        if self.completed_at is not None:
+            out["completedAt"] = self.completed_at
+        if self.parent is not None:
+            out["parentRunId"] = self.parent.bound
+        for key in ("tags", "metadata"):
+            if key in self.request:
+                out[key] = self.request[key]
+        return out

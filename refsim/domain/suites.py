@@ -1,0 +1,138 @@
+"""Eval suites: parsed documents, golden scoring, and the catalogue a host serves.
+
+Built-in suites come from specs/fixtures/ (their file stem is the fixture id);
+tenants may register more through a seam, visible to that tenant only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from refsim import paths, schemas
+from refsim.domain.canonical import canonical
+from refsim.domain.fixtures import FixtureEntry
+
+
+@attrs.frozen
+class TaskFixtures:
+    entries: tuple[FixtureEntry, ...]
+    on_miss: str | None
+    has_tool_responses: bool
+
+    @property
+    def conflicts_with_recorded(self) -> bool:
+        """RFC 0252 §B: a task carrying `toolResponses` or `onMiss` cannot take a source."""
+        return self.has_tool_responses or self.on_miss is not None
+
+
+@attrs.frozen
+class Task:
+    task_id: str
+    input: Any
+    expected: dict[str, Any]
+    fixtures: TaskFixtures | None
+
+
+@attrs.frozen
+class Suite:
+    suite_id: str
+    version: str
+    modes: tuple[str, ...]
+    tasks: tuple[Task, ...]
+    trials: int
+    pass_score: float | None
+    target_agent_id: str | None
+    doc: dict[str, Any] = attrs.field(eq=False, repr=False)
+
+    def task(self, task_id: str) -> Task | None:
+        return next((t for t in self.tasks if t.task_id == task_id), None)
+
+    @staticmethod
+    def parse(doc: dict[str, Any]) -> Suite:
+        """Parse a document that already validated against eval-suite.schema.json."""
+        tasks = []
+        for t in doc["tasks"]:
+            fx = t.get("fixtures")
+            fixtures = None
+            if fx is not None:
+                fixtures = TaskFixtures(
+                    entries=tuple(FixtureEntry.from_json(e) for e in fx.get("toolResponses", [])),
+                    on_miss=fx.get("onMiss"), has_tool_responses="toolResponses" in fx)
+            tasks.append(Task(t["taskId"], t["input"], t["expected"], fixtures))
+        thresholds = doc.get("thresholds") or {}
+        return Suite(suite_id=doc["suiteId"], version=doc["version"], modes=tuple(doc["modes"]),
+                     tasks=tuple(tasks), trials=int(doc.get("trials", 1)),
+                     pass_score=thresholds.get("passScore"),
+                     target_agent_id=doc.get("targetAgentId"), doc=doc)
+
+
+def golden_match(expected: dict[str, Any], decision: Any) -> bool:
+    """Golden scoring of a decision against `expected.match`."""
+    if expected.get("kind") != "golden":
+        return False  # rubric needs a judge this host does not implement
+    match = expected["match"]
+    strategy, value = match["strategy"], match["value"]
+    if strategy == "exact":
+        return canonical(decision) == canonical(value)
+    if strategy == "contains":
+        if isinstance(decision, str) and isinstance(value, str):
+            return value in decision
+        if isinstance(decision, list):
+            return any(canonical(v) == canonical(value) for v in decision)
+        return False
+    return _json_subset(value, decision)
+
+
+def _json_subset(pattern: Any, actual: Any) -> bool:
+    if isinstance(pattern, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and _json_subset(v, actual[k]) for k, v in pattern.items())
+    return canonical(pattern) == canonical(actual)
+
+
+class SuiteError(ValueError):
+    """A built-in suite file that does not validate: a broken checkout, not bad input."""
+
+
+def load_builtin(directory: Path = paths.FIXTURES) -> dict[str, Suite]:
+    """Fixture id -> Suite for every file in specs/fixtures/."""
+    out: dict[str, Suite] = {}
+    for file in sorted(directory.glob("*.json")):
+        doc = json.loads(file.read_text(encoding="utf-8"))
+        problems = schemas.issues("eval-suite.schema.json", doc)
+        if problems:
+            raise SuiteError(f"{file}: not a valid eval suite: {problems[0]}")
+        out[file.stem] = Suite.parse(doc)
+    return out
+
+
+@attrs.define
+class SuiteCatalogue:
+    builtin: dict[str, Suite]
+    by_tenant: dict[str, dict[str, Suite]] = attrs.Factory(dict)
+
+    @property
+    def fixture_ids(self) -> list[str]:
+        return sorted(self.builtin)
+
+    def lookup(self, tenant: str, ref: str) -> Suite | None:
+        """A suite by fixture id or suiteId; a tenant's own suites first."""
+        own = self.by_tenant.get(tenant, {})
+        if ref in own:
+            return own[ref]
+        if ref in self.builtin:
+            return self.builtin[ref]
+        return next((s for s in self.builtin.values() if s.suite_id == ref), None)
+
+    def register(self, tenant: str, suite: Suite) -> bool:
+        """Add a tenant's suite; False when that suiteId is already a different document."""
+        own = self.by_tenant.setdefault(tenant, {})
+        existing = own.get(suite.suite_id)
+        if existing is not None and canonical(existing.doc) != canonical(suite.doc):
+            return False
+        own[suite.suite_id] = suite
+        return True

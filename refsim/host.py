@@ -1,0 +1,70 @@
+"""`SimHost`: the reference host, in process. `request()` is the whole v2 wire."""
+
+from __future__ import annotations
+
+import json as _json
+from typing import Any
+
+from refsim.domain.agents import Agent
+from refsim.domain.core import Components, HostCore
+from refsim.domain.owners import Tenant
+from refsim.domain.profile import HostProfile
+from refsim.wire.client import NO_BODY
+from refsim.wire.response import Response
+from refsim.wire.router import Router
+
+
+class SimHost:
+    """A deterministic, in-memory OpenWOP v2 host for the RFC 0252 eval surface.
+
+    `SimHost(seed=0, profile=None)`; `components` swaps parts (the faulty-host zoo).
+    """
+
+    def __init__(self, seed: int = 0, profile: HostProfile | None = None,
+                 components: Components | None = None) -> None:
+        self.core = HostCore(seed=seed, profile=profile or HostProfile(),
+                             components=components or Components())
+        self.router = Router(self.core)
+
+    @property
+    def name(self) -> str:
+        return f"refsim:{self.core.profile.name}"
+
+    @property
+    def profile(self) -> HostProfile:
+        return self.core.profile
+
+    def add_tenant(self, name: str, api_key: str, workspace: str | None = None) -> None:
+        self.core.add_tenant(Tenant(name, api_key, workspace))
+
+    def register_agent(self, agent_id: str, agent: Agent) -> None:
+        """Add a scripted agent; see `refsim.domain.agents.ScriptedAgent`."""
+        self.core.agents[agent_id] = agent
+
+    def request(self, method: str, path: str, *, api_key: str | None = None,
+                json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
+        """Answer one request. Never raises: bad input is a registered-code envelope."""
+        all_headers = dict(headers or {})
+        if api_key is not None:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        body: bytes | None = None
+        if json is not NO_BODY:
+            try:
+                body = _json.dumps(json, allow_nan=False).encode("utf-8")
+            except (TypeError, ValueError, RecursionError):
+                # Not JSON at all: send what a client would have failed to encode.
+                body = repr(json).encode("utf-8", "replace")
+            if not any(k.lower() == "content-type" for k in all_headers):
+                all_headers["Content-Type"] = "application/json"
+        return self.request_raw(method, path, headers=all_headers, body=body)
+
+    def request_raw(self, method: str, path: str, *, headers: dict[str, str] | None = None,
+                    body: bytes | None = None) -> Response:
+        """The byte-level entry the HTTP server uses."""
+        return self.router.handle(method, path, headers, body)
+
+    def event_log(self) -> bytes:
+        """Every run's events, in creation order: the bytes a determinism check compares."""
+        lines = [_json.dumps(e.to_json(), sort_keys=True, separators=(",", ":"))
+                 for run in self.core.runs.values() for e in run.events]
+        return ("\n".join(lines) + "\n").encode("utf-8")

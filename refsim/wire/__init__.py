@@ -1,0 +1,1 @@
+"""The protocol face: paths, headers, auth, schemas, the error envelope, and clients."""

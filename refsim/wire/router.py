@@ -1,0 +1,449 @@
+"""Maps v2 requests onto the host core: headers, auth, paths, bodies and the envelope.
+
+Every input, however malformed, leaves as a response with a registered code.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import attrs
+
+from refsim import __version__, schemas
+from refsim.domain.canonical import canonical, sha256_hex
+from refsim.domain.core import WORKFLOWS, HostCore
+from refsim.domain.ids import TENANT_RE, WORKSPACE_RE, RunId, parse_segment
+from refsim.domain.owners import Owner, Tenant
+from refsim.domain.refusals import Refusal, not_found, state_conflict, validation
+from refsim.domain.runs import RunRecord
+from refsim.domain.suites import Suite
+from refsim.wire.errors import checked
+from refsim.wire.response import Response
+
+PROTOCOL_VERSION = "2.0"
+MAX_BODY_BYTES = 1_048_576  # documented limit: larger bodies get 413 payload_too_large
+MAX_IDEMPOTENCY_KEY = 255
+SEAMS = ("eval-counter", "runs:erase", "runs:resolve", "eval-suites", "tenants")
+
+
+@attrs.frozen
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]  # lower-cased names
+    body: bytes | None
+
+
+Handler = Callable[["Router", Request, Owner | None, list[str]], Response]
+
+
+def _json_response(status: int, body: Any, extra: dict[str, str] | None = None) -> Response:
+    headers = {"Content-Type": "application/json", "OpenWOP-Version": PROTOCOL_VERSION}
+    if extra:
+        headers.update(extra)
+    return Response(status, headers, body)
+
+
+def refusal_response(refusal: Refusal) -> Response:
+    refusal = checked(refusal)
+    extra = {"Retry-After": "1"} if refusal.code == "rate_limited" else None
+    return _json_response(refusal.status, refusal.to_json(), extra)
+
+
+@attrs.define
+class Router:
+    core: HostCore
+    lock: threading.RLock = attrs.Factory(threading.RLock)
+    _idempotency: dict[tuple[str, str], tuple[str, Response]] = attrs.Factory(dict)
+
+    # -- entry point
+
+    def handle(self, method: str, target: str, headers: dict[str, str] | None,
+               body: bytes | None) -> Response:
+        try:
+            with self.lock:
+                return self._handle(method, target, headers or {}, body)
+        except Exception:  # a bug, not bad input: still an envelope, never a traceback
+            return refusal_response(Refusal(500, "internal_error",
+                                            "the host failed while handling the request"))
+
+    def _handle(self, method: str, target: str, raw_headers: dict[str, str],
+                body: bytes | None) -> Response:
+        headers = {str(k).lower(): str(v) for k, v in raw_headers.items()}
+        if not isinstance(target, str) or not target.startswith("/"):
+            return refusal_response(not_found("no such path on this host"))
+        parts = urlsplit(target)
+        request = Request(str(method).upper(), parts.path, parse_qs(parts.query), headers, body)
+        version = self._check_version(headers.get("openwop-version"))
+        if version is not None:
+            return refusal_response(version)
+        if body is not None and len(body) > MAX_BODY_BYTES:
+            return refusal_response(Refusal(
+                413, "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes"))
+        segments = request.path.split("/")[1:]
+        route = self._route(request.method, segments)
+        if route is None:
+            return refusal_response(not_found(f"no route for {request.method} on this path"))
+        handler, args, needs_auth = route
+        caller = None
+        if needs_auth:
+            caller = self._authenticate(headers.get("authorization"))
+            if caller is None:
+                return refusal_response(Refusal(401, "unauthenticated",
+                                                "a valid API key is required (Authorization: "
+                                                "Bearer <key>)"))
+        return handler(self, request, caller, args)
+
+    @staticmethod
+    def _check_version(value: str | None) -> Refusal | None:
+        if value is None:
+            return None
+        major = value.strip().split(".", 1)[0]
+        if not major.isdigit() or not all(p.isdigit() for p in value.strip().split(".")) \
+                or value.strip().count(".") > 1:
+            return validation("OpenWOP-Version must be <major> or <major>.<minor>")
+        if int(major) != 2:
+            return Refusal(406, "protocol_version_unsupported",
+                           "this host speaks OpenWOP major version 2 only")
+        return None
+
+    def _authenticate(self, header: str | None) -> Owner | None:
+        if header is None:
+            return None
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return self.core.caller(token.strip())
+
+    # -- routing table
+
+    def _route(self, method: str, seg: list[str]) -> tuple[Handler, list[str], bool] | None:
+        if seg == [".well-known", "openwop"] and method == "GET":
+            return Router._discovery, [], False
+        if seg == ["runs"] and method == "POST":
+            return Router._create_run, [], True
+        if len(seg) == 2 and seg[0] == "runs" and seg[1]:
+            if method == "GET":
+                return Router._get_run, [seg[1]], True
+            if method == "POST" and seg[1].endswith(":fork"):
+                return Router._fork, [seg[1][: -len(":fork")]], True
+        if len(seg) == 3 and seg[0] == "runs" and seg[1]:
+            if method == "GET" and seg[2] == "eval-summary":
+                return Router._eval_summary, [seg[1]], True
+            if method == "GET" and seg[2] == "events":
+                return Router._events_stream, [seg[1]], True
+            if method == "POST" and seg[2] == "cancel":
+                return Router._cancel, [seg[1]], True
+        if len(seg) == 4 and seg[0] == "runs" and seg[2:] == ["events", "poll"] \
+                and method == "GET":
+            return Router._poll, [seg[1]], True
+        if seg[:2] == ["conformance", "seams"]:
+            return self._seam_route(method, seg[2:])
+        return None
+
+    def _seam_route(self, method: str, seg: list[str]) -> tuple[Handler, list[str], bool] | None:
+        if seg == ["eval-counter"] and method == "GET" and self.core.profile.counter_seam:
+            return Router._seam_counter, [], True
+        if seg == ["eval-suites"] and method == "POST":
+            return Router._seam_suite, [], True
+        if seg == ["tenants"] and method == "POST":
+            return Router._seam_tenant, [], True
+        if len(seg) == 2 and seg[0] == "runs" and method == "POST":
+            for action in ("erase", "resolve"):
+                if seg[1].endswith(":" + action):
+                    return getattr(Router, "_seam_" + action), [seg[1][: -len(action) - 1]], True
+        return None
+
+    # -- helpers
+
+    def _json_body(self, request: Request) -> dict[str, Any] | Refusal:
+        content_type = request.headers.get("content-type")
+        if content_type is not None and \
+                content_type.split(";")[0].strip().lower() != "application/json":
+            return Refusal(415, "unsupported_media_type", "request bodies must be application/json")
+        if not request.body:
+            return validation("a JSON object body is required")
+        try:
+            doc = json.loads(request.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return validation("the request body is not valid JSON")
+        if not isinstance(doc, dict):
+            return validation("the request body must be a JSON object")
+        return doc
+
+    def _run_arg(self, caller: Owner, segment: str) -> RunRecord | Refusal:
+        rid = self._parse_run_segment(caller, segment)
+        if isinstance(rid, Refusal):
+            return rid
+        return self.core.visible_run(caller, rid)
+
+    @staticmethod
+    def _parse_run_segment(caller: Owner, segment: str) -> RunId | Refusal:
+        if "~" in segment or "%" in segment:
+            from refsim.domain.ids import ProjectionError, unproject
+            try:
+                unproject(segment)
+            except ProjectionError:
+                return validation("the run id segment has an escape that is not two hex digits")
+        rid = parse_segment(segment, default_tenant=caller.tenant)
+        if rid is None:
+            return not_found()
+        return rid
+
+    @staticmethod
+    def _schema_refusal(ref: str, doc: Any, skip: Callable[[str], bool] | None = None
+                        ) -> Refusal | None:
+        found = [i for i in schemas.issues(ref, doc) if skip is None or not skip(i.pointer)]
+        if not found:
+            return None
+        return validation("the request body does not match the schema",
+                          issues=[{"pointer": i.pointer, "keyword": i.keyword}
+                                  for i in found[:20]])
+
+    def _created(self, run: RunRecord, extra: dict[str, Any] | None = None) -> Response:
+        link = "/runs/" + run.run_id.projected
+        body: dict[str, Any] = {"runId": run.run_id.bound}
+        body.update(extra or {})
+        body.update({"status": run.status, "eventsUrl": link + "/events", "statusUrl": link})
+        return _json_response(201, body, {"Location": link})
+
+    # -- handlers
+
+    def _discovery(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        doc = self.discovery_document()
+        etag = '"' + sha256_hex(doc)[:32] + '"'
+        if request.headers.get("if-none-match") == etag:
+            return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
+        return _json_response(200, doc, {"ETag": etag})
+
+    def discovery_document(self) -> dict[str, Any]:
+        profile = self.core.profile
+        seams = [s for s in SEAMS if s != "eval-counter" or profile.counter_seam]
+        doc: dict[str, Any] = {
+            "protocolVersions": [PROTOCOL_VERSION], "preferredVersion": PROTOCOL_VERSION,
+            "protocolVersion": PROTOCOL_VERSION,
+            "implementation": {"name": "refsim", "version": __version__},
+            "eventLogSchemaVersion": 2,
+            "fixtures": sorted([*self.core.suites.fixture_ids, *WORKFLOWS]),
+            "conformance": {"seamsProfile": "openwop-conformance-seams-v2", "seams": seams},
+            "replay": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},
+        }
+        family = profile.agents_family()
+        if family is not None:
+            doc["agents"] = family
+        return doc
+
+    def _create_run(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        body = self._json_body(request)
+        if isinstance(body, Refusal):
+            return refusal_response(body)
+        key = request.headers.get("idempotency-key")
+        if key is not None:
+            if not key or len(key) > MAX_IDEMPOTENCY_KEY:
+                return refusal_response(Refusal(400, "idempotency_key_invalid",
+                                                "Idempotency-Key must be 1 to 255 characters"))
+            fingerprint = canonical(body)
+            cached = self._idempotency.get((caller.tenant, key))
+            if cached is not None:
+                if cached[0] != fingerprint:
+                    return refusal_response(Refusal(409, "idempotency_key_mismatch",
+                                                    "this Idempotency-Key was used with "
+                                                    "another body"))
+                replay = cached[1]
+                return Response(replay.status,
+                                {**replay.headers, "OpenWOP-Idempotent-Replay": "true"},
+                                replay.json)
+        response = self._create(caller, body)
+        if key is not None and response.status == 201:
+            self._idempotency[(caller.tenant, key)] = (canonical(body), response)
+        return response
+
+    def _create(self, caller: Owner, body: dict[str, Any]) -> Response:
+        # A fixtureRuns value that fails the runId grammar is an id that does not decode:
+        # it is refused later, as an unknown source, with the uniform body (§C).
+        def is_source_value(pointer: str) -> bool:
+            return pointer.startswith("/fixtureRuns/") and pointer.count("/") == 2
+        refusal = self._schema_refusal("create-run.schema.json", body, is_source_value)
+        if refusal is not None:
+            return refusal_response(refusal)
+        result = self.core.create_run(caller, body)
+        if isinstance(result, Refusal):
+            return refusal_response(result)
+        return self._created(result.run)
+
+    def _get_run(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        run = self._run_arg(caller, args[0])
+        if isinstance(run, Refusal):
+            return refusal_response(run)
+        snapshot = run.snapshot()
+        etag = '"' + sha256_hex(snapshot)[:32] + '"'
+        if request.headers.get("if-none-match") == etag:
+            return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
+        return _json_response(200, snapshot, {"ETag": etag})
+
+    def _poll(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        run = self._run_arg(caller, args[0])
+        if isinstance(run, Refusal):
+            return refusal_response(run)
+        after = self._int_query(request, "afterSequence", -1)
+        if isinstance(after, Refusal):
+            return refusal_response(after)
+        timeout = self._int_query(request, "timeout", 0)
+        if isinstance(timeout, Refusal):
+            return refusal_response(timeout)
+        events = [e.to_json() for e in run.events if e.sequence > after]
+        return _json_response(200, {"runId": run.run_id.bound, "events": events,
+                                    "lastSequence": events[-1]["sequence"] if events else -1,
+                                    "status": run.status, "isTerminal": run.terminal})
+
+    def _events_stream(self, request: Request, caller: Owner | None, args: list[str]
+                       ) -> Response:
+        """Server-sent events of everything recorded so far, resumable by Last-Event-ID."""
+        assert caller is not None
+        run = self._run_arg(caller, args[0])
+        if isinstance(run, Refusal):
+            return refusal_response(run)
+        last = request.headers.get("last-event-id")
+        after = -1
+        if last is not None:
+            by_id = {e.event_id: e.sequence for e in run.events}
+            if last in by_id:
+                after = by_id[last]
+            elif last.lstrip("-").isdigit():
+                after = int(last)
+            else:
+                return refusal_response(validation("Last-Event-ID names no event of this run"))
+        chunks = []
+        for event in run.events:
+            if event.sequence > after:
+                data = json.dumps(event.to_json(), separators=(",", ":"), ensure_ascii=False)
+                chunks.append(f"id: {event.event_id}\nevent: {event.type}\ndata: {data}\n\n")
+        return Response(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                              "OpenWOP-Version": PROTOCOL_VERSION}, None, "".join(chunks))
+
+    @staticmethod
+    def _int_query(request: Request, name: str, default: int) -> int | Refusal:
+        values = request.query.get(name)
+        if not values:
+            return default
+        text = values[-1]
+        if not text.lstrip("-").isdigit() or len(text) > 12 or int(text) < -1:
+            return validation(f"query parameter {name} must be an integer >= -1")
+        return int(text)
+
+    def _eval_summary(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        if not self.core.profile.eval_suite:
+            return refusal_response(not_found("this host does not advertise agents.evalSuite"))
+        run = self._run_arg(caller, args[0])
+        if isinstance(run, Refusal):
+            return refusal_response(run)
+        if run.eval is None:
+            return refusal_response(not_found("the run is not an eval run"))
+        if not run.terminal or run.eval.summary is None:
+            return refusal_response(state_conflict("the eval run has not finished", run.status))
+        return _json_response(200, run.eval.summary)
+
+    def _fork(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        body = self._json_body(request)
+        if isinstance(body, Refusal):
+            return refusal_response(body)
+        refusal = self._schema_refusal("fork-run.schema.json", body)
+        if refusal is not None:
+            return refusal_response(refusal)
+        rid = self._parse_run_segment(caller, args[0])
+        if isinstance(rid, Refusal):
+            return refusal_response(rid)
+        result = self.core.fork(caller, rid, body)
+        if isinstance(result, Refusal):
+            return refusal_response(result)
+        assert result.run.parent is not None
+        return self._created(result.run, {"sourceRunId": result.run.parent.bound,
+                                          "fromSeq": body.get("fromSeq", 0),
+                                          "mode": body["mode"]})
+
+    def _cancel(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        if request.body:
+            body = self._json_body(request)
+            if isinstance(body, Refusal):
+                return refusal_response(body)
+        rid = self._parse_run_segment(caller, args[0])
+        if isinstance(rid, Refusal):
+            return refusal_response(rid)
+        result = self.core.cancel(caller, rid)
+        if isinstance(result, Refusal):
+            return refusal_response(result)
+        return _json_response(200, {"runId": result.run_id.bound, "status": result.status})
+
+    # -- seams (openwop-conformance-seams-v2 plus refsim's own)
+
+    def _seam_counter(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        key = (request.query.get("key") or [""])[-1]
+        if not key:
+            return refusal_response(validation("the counter seam needs ?key=K"))
+        return _json_response(200, {"key": key,
+                                    "count": self.core.gateway.counter_value(caller.tenant, key)})
+
+    def _seam_erase(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        rid = self._parse_run_segment(caller, args[0])
+        if isinstance(rid, Refusal):
+            return refusal_response(rid)
+        result = self.core.erase(caller, rid)
+        if isinstance(result, Refusal):
+            return refusal_response(result)
+        return _json_response(200, result)
+
+    def _seam_resolve(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        rid = self._parse_run_segment(caller, args[0])
+        if isinstance(rid, Refusal):
+            return refusal_response(rid)
+        result = self.core.resolve(caller, rid)
+        if isinstance(result, Refusal):
+            return refusal_response(result)
+        return _json_response(200, {"runId": result.run_id.bound, "status": result.status})
+
+    def _seam_suite(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        assert caller is not None
+        body = self._json_body(request)
+        if isinstance(body, Refusal):
+            return refusal_response(body)
+        refusal = self._schema_refusal("suite-seam.schema.json", body)
+        if refusal is not None:
+            return refusal_response(refusal)
+        suite = Suite.parse(body["suite"])
+        if not self.core.suites.register(caller.tenant, suite):
+            return refusal_response(Refusal(409, "version_conflict",
+                                            "a different suite with this suiteId is registered"))
+        return _json_response(201, {"suiteId": suite.suite_id, "evalSuiteRef": suite.suite_id})
+
+    def _seam_tenant(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        body = self._json_body(request)
+        if isinstance(body, Refusal):
+            return refusal_response(body)
+        name, key, ws = body.get("name"), body.get("apiKey"), body.get("workspace")
+        if set(body) - {"name", "apiKey", "workspace"} or not isinstance(name, str) \
+                or not TENANT_RE.match(name) or not isinstance(key, str) \
+                or not 1 <= len(key) <= 256 or key != key.strip() or " " in key \
+                or (ws is not None and (not isinstance(ws, str) or not WORKSPACE_RE.match(ws))):
+            return refusal_response(validation(
+                "a tenant is {name, apiKey, workspace?} with a v2 tenant id and a key "
+                "without spaces"))
+        tenant = Tenant(name, key, ws)
+        existing = self.core.tenants.get(key)
+        if existing is not None and existing != tenant:
+            return refusal_response(validation("that API key already belongs to a tenant"))
+        self.core.add_tenant(tenant)
+        return _json_response(201, {"name": name, "workspace": ws})
