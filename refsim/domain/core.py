@@ -79,8 +79,9 @@ class RequestRules:
                               "which ignores fixtures", field="fixtureRuns")
         return None
 
-    def unusable_source(self, value: Any) -> Refusal:
-        """The one refusal for every unusable source (§C): the same bytes whatever the value."""
+    def unusable_source(self, value: Any, kind: str) -> Refusal:
+        """The one refusal for every unusable source (§C): the same bytes whatever the value
+        and whatever the kind of reason."""
         return UNUSABLE_SOURCE
 
 
@@ -201,6 +202,7 @@ class _Invocation:
     invocation_id: str
     port: _Port
     depth: int
+    root_agent: str
 
     def call(self, tool: str, args: Any) -> ToolResult:
         return self.core._tool_call(self, tool, args)
@@ -211,7 +213,7 @@ class _Invocation:
         self.core._emit(self.run, "agent.handoff",
                         {"fromAgentId": self.agent_id, "toAgentId": agent_id})
         return self.core._invoke(self.run, agent_id, task_input, self.port, self.depth + 1,
-                                 parent=self.invocation_id)
+                                 parent=self.invocation_id, root_agent=self.root_agent)
 
 
 # ----------------------------------------------------------------------------- the core
@@ -346,9 +348,9 @@ class HostCore:
         derived: dict[str, tuple[FixtureEntry, ...]] = {}
         sources: dict[str, RunId] = {}
         for task_id, value in (fixture_runs or {}).items():
-            source = self.components.sources.usable(self, caller, value, agent_id)
-            if source is None:
-                return rules.unusable_source(value)
+            source = self.components.sources.assess(self, caller, value, agent_id)
+            if isinstance(source, str):
+                return rules.unusable_source(value, source)
             derived[task_id] = self.components.deriver.derive(self, source, agent_id)
             sources[task_id] = source.run_id
         run = self._new_run(caller, f"eval:{suite.suite_id}", body)
@@ -429,14 +431,15 @@ class HostCore:
     # -- agent invocation and the tool boundary
 
     def _invoke(self, run: RunRecord, agent_id: str, task_input: Any, port: _Port, depth: int,
-                parent: str | None = None) -> Any:
+                parent: str | None = None, root_agent: str | None = None) -> Any:
         invocation_id = self.minter.uuid_like()
         run.invoked_agents.add(agent_id)
         started: dict[str, Any] = {"invocationId": invocation_id, "agentId": agent_id}
         if parent is not None:
             started["parentInvocationId"] = parent
         self._emit(run, "agent.invocation-started", started)
-        ctx = _Invocation(self, run, agent_id, invocation_id, port, depth)
+        ctx = _Invocation(self, run, agent_id, invocation_id, port, depth,
+                          root_agent or agent_id)
         outcome = "completed"
         try:
             decision = self.agents[agent_id].run(ctx, task_input)
@@ -473,7 +476,7 @@ class HostCore:
         else:
             run.held_calls.append(HeldCall(called_event.sequence, agent_id, inv.invocation_id,
                                            tool, call_id, args, result.status, result.outcome,
-                                           result.error))
+                                           result.error, inv.root_agent))
         return result
 
     # -- forks, seams

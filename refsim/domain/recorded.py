@@ -19,24 +19,40 @@ if TYPE_CHECKING:
     from refsim.domain.core import HostCore
 
 
+# Why a source is unusable. Never on the wire: the refusal is one body whatever the kind.
+UNKNOWN = "unknown"  # no such run, or an id that does not decode
+FOREIGN = "foreign"  # the caller's owner triple cannot read it
+NOT_TERMINAL = "not-terminal"
+NO_AGENT = "never-invoked-the-agent"
+NOT_HELD = "calls-not-held"  # erased, or never kept
+FAILED_CALL = "failed-call-without-fixture-errors"
+UNUSABLE_KINDS = (UNKNOWN, FOREIGN, NOT_TERMINAL, NO_AGENT, NOT_HELD, FAILED_CALL)
+
+
 class SourcePolicy:
     """§C: decides whether a supplied value names a usable source run."""
 
-    def usable(self, core: HostCore, caller: Owner, value: Any, agent_id: str) -> RunRecord | None:
+    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        """The usable run, or the kind of reason it is unusable."""
         rid = parse_bound(value)
         if rid is None:
-            return None  # an id that does not decode is an unknown source
+            return UNKNOWN  # an id that does not decode is an unknown source
         core.resolutions[rid] = core.resolutions.get(rid, 0) + 1
         run = core.runs.get(rid)
-        if run is None or not caller.can_read(run.owner) or not run.terminal:
-            return None
+        if run is None:
+            return UNKNOWN
+        if not caller.can_read(run.owner):
+            return FOREIGN
+        if not run.terminal:
+            return NOT_TERMINAL
         if agent_id not in run.invoked_agents:
-            return None
+            return NO_AGENT
         if not run.holds_calls or run.calls_erased or agent_id in run.unheld_agents:
-            return None
+            return NOT_HELD
         calls = [c for c in run.held_calls if c.agent_id == agent_id]
         if any(c.failed for c in calls) and not core.profile.fixture_errors:
-            return None
+            return FAILED_CALL
         return run
 
 

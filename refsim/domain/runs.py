@@ -45,6 +45,9 @@ class HeldCall:
     status: str
     outcome: Any
     error: dict[str, Any] | None
+    # The agent at the top of the delegation chain: a delegate's call keeps its own
+    # agent_id and names here the agent that handed the work on.
+    root_agent: str
 
     @property
     def failed(self) -> bool:

@@ -1,0 +1,1 @@
+"""The spec checker: findings, pure judges, the conformance scenario, examples, invariants."""

@@ -1,0 +1,84 @@
+"""Findings (one judged assertion) and rows (one requirement's disposition in a report)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+
+class Disposition(enum.Enum):
+    EXECUTED_PASS = "executed-pass"
+    EXECUTED_FAIL = "executed-fail"
+    SKIPPED = "skipped"
+    INAPPLICABLE = "inapplicable"
+    BLOCKED = "blocked"
+
+
+@attrs.frozen
+class Finding:
+    """One assertion a judge made about an observation, tied to a requirement id."""
+
+    requirement_id: str
+    ok: bool
+    message: str
+    observation: Any = attrs.field(default=None, eq=False)
+
+    def __str__(self) -> str:
+        return f"[{'ok' if self.ok else 'FAIL'}] {self.requirement_id}: {self.message}"
+
+
+def ok(requirement_id: str, message: str, observation: Any = None) -> Finding:
+    return Finding(requirement_id, True, message, observation)
+
+
+def fail(requirement_id: str, message: str, observation: Any = None) -> Finding:
+    return Finding(requirement_id, False, message, observation)
+
+
+def check(requirement_id: str, condition: bool, message: str, observation: Any = None) -> Finding:
+    return Finding(requirement_id, bool(condition), message, observation)
+
+
+@attrs.frozen
+class Row:
+    """A report row: a requirement's disposition, with the findings behind it."""
+
+    requirement_id: str
+    scenario_id: str
+    disposition: Disposition
+    detail: str
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def assertion_count(self) -> int:
+        return len(self.findings)
+
+    @staticmethod
+    def judged(requirement_id: str, scenario_id: str, findings: Iterable[Finding]) -> Row:
+        """executed-pass only when something was asserted and every assertion held."""
+        found = tuple(findings)
+        failed = [f for f in found if not f.ok]
+        if not found:
+            return Row(requirement_id, scenario_id, Disposition.EXECUTED_FAIL,
+                       "the check made no assertion, so it cannot pass")
+        if failed:
+            return Row(requirement_id, scenario_id, Disposition.EXECUTED_FAIL,
+                       "; ".join(f.message for f in failed), found)
+        return Row(requirement_id, scenario_id, Disposition.EXECUTED_PASS,
+                   f"{len(found)} assertion(s) held", found)
+
+    @staticmethod
+    def unjudged(requirement_id: str, scenario_id: str, disposition: Disposition,
+                 reason: str) -> Row:
+        if disposition in (Disposition.EXECUTED_PASS, Disposition.EXECUTED_FAIL):
+            raise ValueError("a row without findings cannot be executed")
+        if not reason:
+            raise ValueError("every non-pass row carries a reason")
+        return Row(requirement_id, scenario_id, disposition, reason)
+
+    @property
+    def passed(self) -> bool:
+        return self.disposition is Disposition.EXECUTED_PASS

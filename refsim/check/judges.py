@@ -1,0 +1,271 @@
+"""Pure judges: observations in, findings out. No I/O, no host, no clock.
+
+Each judge exists for one defect, and tests/test_judges.py shows it failing on it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from refsim import schemas
+from refsim.check.findings import Finding, check, fail, ok
+from refsim.domain.canonical import canonical
+from refsim.domain.ids import parse_bound, project
+from refsim.wire.errors import is_registered
+from refsim.wire.response import Response
+
+# RFC 0081's content-free list for eval events and summaries (conformance EVAL_CONTENT_FORBIDDEN).
+CONTENT_FORBIDDEN = frozenset({"taskOutput", "output", "rubric", "completion", "prompt", "body",
+                               "secret", "credentials", "token", "apiKey", "toolResponses",
+                               "response", "args", "inputs", "outcome"})
+
+
+def id_forms(value: str) -> set[str]:
+    """Every form in which a supplied id could leak back: bound, projected, %2F, segment."""
+    forms = {value, project(value), value.replace("/", "%2F"), value.replace("/", "%2f"),
+             value.replace("/", "\\/")}
+    parsed = parse_bound(value)
+    if parsed is not None:
+        forms.add(parsed.opaque)
+    return {f for f in forms if len(f) >= 4}
+
+
+def _text(response: Response) -> str:
+    head = "\n".join(f"{k}: {v}" for k, v in response.headers.items())
+    return head + "\n" + response.body.decode("utf-8", "replace")
+
+
+def created(req: str, response: Response, what: str) -> Finding:
+    return check(req, response.status == 201, f"{what}: expected 201, got {response.status}",
+                 _obs(response))
+
+
+def refused(req: str, response: Response, what: str, *, status: int = 400,
+            code: str = "validation_error") -> list[Finding]:
+    """Status, code, and a well-formed registered-code envelope."""
+    body = response.json if isinstance(response.json, dict) else {}
+    got = body.get("error")
+    out = [check(req, response.status == status and got == code,
+                 f"{what}: expected {status} {code}, got {response.status} {got}",
+                 _obs(response))]
+    out.append(envelope(req, response, what))
+    return out
+
+
+def envelope(req: str, response: Response, what: str) -> Finding:
+    body = response.json
+    if not isinstance(body, dict) or not schemas.is_valid("error-envelope.schema.json", body):
+        return fail(req, f"{what}: the error body is not a {{error, message, details?}} envelope",
+                    _obs(response))
+    return check(req, is_registered(body["error"], response.status),
+                 f"{what}: code {body['error']!r} is registered at status {response.status}",
+                 _obs(response))
+
+
+def no_echo(req: str, response: Response, supplied: Iterable[str], what: str) -> Finding:
+    text = _text(response)
+    leaked = sorted(f for value in supplied for f in id_forms(value) if f in text)
+    return check(req, not leaked,
+                 f"{what}: the response echoes the supplied id ({', '.join(leaked)})" if leaked
+                 else f"{what}: the supplied id appears in no form", _obs(response))
+
+
+def uniform(req: str, responses: Sequence[tuple[str, Response]], *, exact: bool) -> Finding:
+    """Refusals alike: the same status and code, or (exact) the same bytes."""
+    def key(r: Response) -> Any:
+        if exact:
+            return (r.status, r.body)
+        body = r.json if isinstance(r.json, dict) else {}
+        return (r.status, body.get("error"))
+    distinct = {key(r) for _, r in responses}
+    labels = ", ".join(label for label, _ in responses)
+    if len(responses) < 2:
+        return fail(req, f"uniformity needs at least two refusals to compare, had {labels}")
+    how = "byte-identical" if exact else "the same status and code"
+    return check(req, len(distinct) == 1,
+                 f"refusals for {labels} are {how}" if len(distinct) == 1 else
+                 f"refusals for {labels} differ: they are not {how}",
+                 {label: _obs(r) for label, r in responses})
+
+
+def of_type(events: Sequence[Mapping[str, Any]], type_: str) -> list[Mapping[str, Any]]:
+    return [e for e in events if e.get("type") == type_]
+
+
+def echo(req: str, events: Sequence[Mapping[str, Any]], expected: Mapping[str, Any]) -> Finding:
+    started = of_type(events, "eval.started")
+    if len(started) != 1:
+        return fail(req, f"expected exactly one eval.started, saw {len(started)}")
+    payload = started[0].get("payload") or {}
+    got = payload.get("fixtureRuns")
+    return check(req, got is not None and canonical(got) == canonical(dict(expected)),
+                 "eval.started.fixtureRuns echoes the accepted map verbatim" if got is not None
+                 else "eval.started carries no fixtureRuns although the request did",
+                 {"expected": dict(expected), "got": got})
+
+
+def outcomes_equal(req: str, source: Sequence[Mapping[str, Any]],
+                   replay: Sequence[Mapping[str, Any]], agent_id: str) -> list[Finding]:
+    """Each replayed agent.tool-returned carries the outcome (or error) the source recorded."""
+    def returned(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        return [e.get("payload") or {} for e in of_type(events, "agent.tool-returned")
+                if (e.get("payload") or {}).get("agentId") == agent_id]
+    src, rep = returned(source), returned(replay)
+    if not src:
+        return [fail(req, "the source run recorded no agent.tool-returned of the agent")]
+    out = [check(req, len(src) == len(rep),
+                 f"the replay returned {len(rep)} call(s), the source {len(src)}")]
+    for index, (a, b) in enumerate(zip(src, rep, strict=False)):
+        same = canonical([a.get("outcome"), a.get("error")]) == canonical(
+            [b.get("outcome"), b.get("error")])
+        out.append(check(req, same, f"call {index}: the replayed outcome equals the source's"
+                         if same else f"call {index}: the replayed outcome differs from the "
+                         "source's", {"source": a.get("outcome"), "replay": b.get("outcome")}))
+    return out
+
+
+def counter_unchanged(req: str, before: int, after: int, what: str) -> Finding:
+    return check(req, before == after,
+                 f"{what}: the live counter did not move ({before})" if before == after else
+                 f"{what}: the live counter moved from {before} to {after}",
+                 {"before": before, "after": after})
+
+
+def counter_moved(req: str, before: int, after: int, what: str) -> Finding:
+    """A positive control: live calls do reach the counter, so a still counter means something."""
+    return check(req, after > before,
+                 f"{what}: the live counter moved {before} -> {after}" if after > before else
+                 f"{what}: the live counter did not move ({before}); it cannot witness replay",
+                 {"before": before, "after": after})
+
+
+def scored(events: Sequence[Mapping[str, Any]], task_id: str) -> Mapping[str, Any] | None:
+    found = [e.get("payload") or {} for e in of_type(events, "eval.scored")
+             if (e.get("payload") or {}).get("taskId") == task_id]
+    return found[0] if len(found) == 1 else None
+
+
+def miss_count(req: str, events: Sequence[Mapping[str, Any]], summary: Any, task_id: str,
+               expected: int) -> list[Finding]:
+    out = []
+    score = scored(events, task_id)
+    got = None if score is None else score.get("fixtureMissCount")
+    out.append(check(req, got == expected,
+                     f"eval.scored[{task_id}].fixtureMissCount is {got}, expected {expected}"))
+    task = _summary_task(summary, task_id)
+    got_s = None if task is None else task.get("fixtureMissCount")
+    out.append(check(req, got_s == expected,
+                     f"summary task {task_id} fixtureMissCount is {got_s}, expected {expected}"))
+    return out
+
+
+def passed_is(req: str, events: Sequence[Mapping[str, Any]], summary: Any, task_id: str,
+              expected: bool) -> list[Finding]:
+    score = scored(events, task_id)
+    task = _summary_task(summary, task_id)
+    got = None if score is None else score.get("passed")
+    got_s = None if task is None else task.get("passed")
+    return [check(req, got is expected,
+                  f"eval.scored[{task_id}].passed is {got}, expected {expected}"),
+            check(req, got_s is expected,
+                  f"summary task {task_id} passed is {got_s}, expected {expected}")]
+
+
+def _summary_task(summary: Any, task_id: str) -> Mapping[str, Any] | None:
+    if not isinstance(summary, dict):
+        return None
+    return next((t for t in summary.get("tasks", []) if isinstance(t, dict)
+                 and t.get("taskId") == task_id), None)
+
+
+def content_free(req: str, summary: Any, events: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """eval-summary-no-content-leak: a closed summary and eval.* events with no content keys."""
+    out = [check(req, schemas.is_valid("eval-summary.schema.json", summary),
+                 "the EvalSummary matches the closed summary schema", summary)]
+    for e in events:
+        if str(e.get("type", "")).startswith("eval."):
+            keys = _all_keys(e.get("payload"))
+            bad = sorted(keys & CONTENT_FORBIDDEN)
+            out.append(check(req, not bad, f"{e.get('type')} carries no content keys" if not bad
+                             else f"{e.get('type')} carries content keys {bad}", e.get("payload")))
+    bad = sorted(_all_keys(summary) & CONTENT_FORBIDDEN)
+    out.append(check(req, not bad, "the summary carries no content keys" if not bad
+                     else f"the summary carries content keys {bad}", summary))
+    return out
+
+
+def _all_keys(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        keys = set(value)
+        for v in value.values():
+            keys |= _all_keys(v)
+        return keys
+    if isinstance(value, list):
+        return set().union(*(_all_keys(v) for v in value)) if value else set()
+    return set()
+
+
+def eval_order(req: str, events: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """RFC 0081: one eval.started, scored in between, one eval.completed before run.completed."""
+    seqs = {t: [e["sequence"] for e in of_type(events, t)]
+            for t in ("eval.started", "eval.scored", "eval.completed", "run.completed")}
+    ordered = [e.get("sequence") for e in events] == list(range(len(events)))
+    out = [check(req, ordered, "event sequences run 0, 1, 2, ... without gaps")]
+    one = len(seqs["eval.started"]) == 1 and len(seqs["eval.completed"]) == 1
+    out.append(check(req, one, "exactly one eval.started and one eval.completed"))
+    if one and seqs["eval.scored"]:
+        s, c = seqs["eval.started"][0], seqs["eval.completed"][0]
+        inside = all(s < x < c for x in seqs["eval.scored"])
+        before_done = all(c < x for x in seqs["run.completed"])
+        out.append(check(req, inside and before_done,
+                         "eval.scored sits between started and completed, before run.completed"))
+    return out
+
+
+def facet_implies_matching(req: str, discovery: Any) -> Finding:
+    """§A: recordedFixtures is advertised only together with fixtureMatching."""
+    facet = _facet(discovery)
+    if not facet.get("recordedFixtures"):
+        return ok(req, "recordedFixtures is not advertised, so nothing is implied", facet)
+    return check(req, facet.get("fixtureMatching") is True,
+                 "recordedFixtures is advertised with fixtureMatching"
+                 if facet.get("fixtureMatching") is True else
+                 "recordedFixtures is advertised without fixtureMatching", facet)
+
+
+def _facet(discovery: Any) -> dict[str, Any]:
+    if not isinstance(discovery, dict):
+        return {}
+    agents = discovery.get("agents")
+    facet = agents.get("evalSuite") if isinstance(agents, dict) else None
+    return facet if isinstance(facet, dict) else {}
+
+
+def no_secret_in(req: str, entries: Any, secrets: Iterable[str], what: str) -> Finding:
+    """SR-1: no credential resolved at egress appears in (derived) content."""
+    text = json.dumps(entries, sort_keys=True, default=str)
+    found = sorted(s for s in secrets if s and s in text)
+    return check(req, not found, f"{what}: no egress credential present" if not found
+                 else f"{what}: egress credential material present", {"found": found})
+
+
+def no_reresolution(req: str, before: int, after: int, what: str) -> Finding:
+    return check(req, before == after,
+                 f"{what}: the source was not resolved again ({before})" if before == after
+                 else f"{what}: the source was resolved again ({before} -> {after})")
+
+
+def schema_vector(req: str, vector: Mapping[str, Any]) -> Finding:
+    """A server-free vector: `instance` against `schema` must be `valid` as stated."""
+    got = schemas.is_valid(str(vector["schema"]), vector["instance"])
+    want = bool(vector["valid"])
+    return check(req, got == want,
+                 f"vector {vector['id']}: {'validates' if got else 'is refused'}"
+                 f" (expected {'valid' if want else 'refused'})", dict(vector))
+
+
+def _obs(response: Response) -> dict[str, Any]:
+    return {"status": response.status, "body": response.json if response.json is not None
+            else response.text}
