@@ -51,33 +51,39 @@ class Row:
     disposition: Disposition
     detail: str
     findings: tuple[Finding, ...] = ()
+    # Which check produced the row (a leg, an example row, an invariant): several checks
+    # may witness one requirement id.
+    check_id: str = ""
 
     @property
     def assertion_count(self) -> int:
         return len(self.findings)
 
     @staticmethod
-    def judged(requirement_id: str, scenario_id: str, findings: Iterable[Finding]) -> Row:
+    def judged(requirement_id: str, scenario_id: str, findings: Iterable[Finding],
+               check_id: str = "") -> Row:
         """executed-pass only when something was asserted and every assertion held."""
         found = tuple(findings)
         failed = [f for f in found if not f.ok]
+        check_id = check_id or requirement_id
         if not found:
             return Row(requirement_id, scenario_id, Disposition.EXECUTED_FAIL,
-                       "the check made no assertion, so it cannot pass")
+                       "the check made no assertion, so it cannot pass", (), check_id)
         if failed:
             return Row(requirement_id, scenario_id, Disposition.EXECUTED_FAIL,
-                       "; ".join(f.message for f in failed), found)
+                       "; ".join(f.message for f in failed), found, check_id)
         return Row(requirement_id, scenario_id, Disposition.EXECUTED_PASS,
-                   f"{len(found)} assertion(s) held", found)
+                   f"{len(found)} assertion(s) held", found, check_id)
 
     @staticmethod
     def unjudged(requirement_id: str, scenario_id: str, disposition: Disposition,
-                 reason: str) -> Row:
+                 reason: str, check_id: str = "") -> Row:
         if disposition in (Disposition.EXECUTED_PASS, Disposition.EXECUTED_FAIL):
             raise ValueError("a row without findings cannot be executed")
         if not reason:
             raise ValueError("every non-pass row carries a reason")
-        return Row(requirement_id, scenario_id, disposition, reason)
+        return Row(requirement_id, scenario_id, disposition, reason, (),
+                   check_id or requirement_id)
 
     @property
     def passed(self) -> bool:
