@@ -25,7 +25,7 @@ SHAPE, REPLAYED, DRIFTED = P + "shape", P + "source-replayed", P + "drift-fails-
 REFUSED, UNIFORM, FIELDS = P + "source-refused", P + "source-uniform", P + "fields-refused"
 UNIFORM_BODY = "refsim.requirement.0252.source-uniform-body"
 LEGS = (SHAPE, REPLAYED, DRIFTED, REFUSED, UNIFORM, FIELDS)
-HOST_LEGS = LEGS[1:] + (UNIFORM_BODY,)
+HOST_LEGS = (*LEGS[1:], UNIFORM_BODY)
 FIXTURES = (SOURCE, REPLAY, DRIFT)
 # A well-formed id under the caller's tenant that no host minted.
 UNKNOWN_OPAQUE = "run-0252unknown0000000"
@@ -97,7 +97,7 @@ def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
     reason = gate(a.discovery())
     if reason is not None:
         rows += [Row.unjudged(r, SCENARIO, Disposition.INAPPLICABLE, reason) for r in HOST_LEGS]
-        return rows + [Row.unjudged(SCENARIO_ROW, SCENARIO, Disposition.INAPPLICABLE, reason)]
+        return [*rows, Row.unjudged(SCENARIO_ROW, SCENARIO, Disposition.INAPPLICABLE, reason)]
     counter_before_source = a.counter()
     source = _Run(a).create(eval_body(SOURCE))
     legs: dict[str, Callable[[], list[Finding] | Row]] = {

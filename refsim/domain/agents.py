@@ -14,6 +14,10 @@ from refsim.domain.tools import ToolResult
 
 RECORDER = "conformance.eval:recorder"
 HELPER = "refsim.agents:helper"
+# Recorders on the reference host's other lanes: one whose wire events are content-free
+# (argsHash, no outcome) while its calls are still held, one whose calls are not kept.
+CONTENT_FREE = "refsim.agents:content-free"
+UNHELD = "refsim.agents:unheld"
 
 
 class AgentContext(Protocol):
@@ -65,4 +69,4 @@ class ScriptedAgent:
 
 
 def default_agents() -> dict[str, Agent]:
-    return {RECORDER: RecorderAgent(), HELPER: RecorderAgent()}
+    return {agent_id: RecorderAgent() for agent_id in (RECORDER, HELPER, CONTENT_FREE, UNHELD)}

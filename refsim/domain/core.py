@@ -32,6 +32,7 @@ from refsim.domain.refusals import (
 from refsim.domain.runs import EvalRecord, Event, HeldCall, RunRecord
 from refsim.domain.suites import Suite, SuiteCatalogue, Task, golden_match, load_builtin
 from refsim.domain.tools import ToolGateway, ToolResult
+from refsim.registry_codes import registered_status
 
 WORKFLOWS = ("conformance-agent-call", "conformance-noop", "conformance-wait-input")
 MAX_DELEGATION_DEPTH = 4
@@ -100,7 +101,7 @@ class TaskPlanner:
             return TaskPlan(None, "live")  # live-shadow ignores fixtures
         if derived is not None:
             return TaskPlan(derived, "fail")  # §D: recorded fixtures run fail-closed
-        if task.fixtures is not None:
+        if task.fixtures is not None and task.fixtures.sets_tool_fixtures:
             return TaskPlan(task.fixtures.entries,
                             task.fixtures.on_miss or core.profile.default_on_miss)
         return TaskPlan(None, "live")
@@ -183,6 +184,19 @@ class _Port:
         if entry.is_error:
             return ToolResult("error", error=_error_object(entry.response))
         return ToolResult.ok(entry.response)
+
+
+def _redacted(event: Event) -> Event:
+    """An event without tool content: inputs become their hash, outcomes and errors go."""
+    payload = event.payload
+    if event.type == "agent.tool-called" and "inputs" in payload:
+        payload = {k: v for k, v in payload.items() if k != "inputs"}
+        payload["argsHash"] = sha256_hex(event.payload["inputs"])
+    elif event.type == "agent.tool-returned":
+        payload = {k: v for k, v in payload.items() if k not in ("outcome", "error")}
+    else:
+        return event
+    return attrs.evolve(event, payload=payload)
 
 
 def _error_object(response: Any) -> dict[str, Any]:
@@ -358,6 +372,7 @@ class HostCore:
                               modes, fixture_runs, baseline.run_id if baseline else None)
         for task_id, entries in derived.items():
             self.copies.put(sources[task_id], run.run_id, task_id, entries)
+            run.content_from |= {sources[task_id], *self.runs[sources[task_id]].content_from}
         self._execute_eval(run, suite, derived, baseline)
         return Created(run)
 
@@ -502,12 +517,15 @@ class HostCore:
         if source.eval is not None and source.eval.fixture_runs:
             found_copies = self.components.forks.copies(self, source)
             if found_copies is None:
-                return Refusal(404, self.profile.gone_copy_code,
+                code = self.profile.gone_copy_code
+                return Refusal(registered_status(code, 404), code,
                                "the recorded fixtures this eval run used are gone; "
                                "it cannot be replayed")
             copies = found_copies
-        run = self._new_run(caller, source.workflow_id, source.request)
+        # A fork copies the owner verbatim (runs.md), whoever of that tenant asked.
+        run = self._new_run(source.owner, source.workflow_id, source.request)
         run.parent = source.run_id
+        run.content_from = set(source.content_from)
         if mode == "replay":
             self._replay_events(run, source)
         elif source.eval is not None:
@@ -546,13 +564,23 @@ class HostCore:
                                   summary=ev.summary)
 
     def erase(self, caller: Owner, rid: RunId) -> dict[str, Any] | Refusal:
+        """Purge a run's tool content and every copy derived from it (Security, RFC 0252).
+
+        That reaches the derived entries stored under it and every run that was served
+        them (and so holds the same content), transitively.
+        """
         found = self.visible_run(caller, rid)
         if isinstance(found, Refusal):
             return found
-        found.calls_erased = True
-        found.held_calls = []
-        erased = self.copies.erase_source(rid)
-        return {"runId": rid.bound, "erased": True, "derivedCopiesErased": erased}
+        reached = [found, *(r for r in self.runs.values() if rid in r.content_from)]
+        copies = 0
+        for run in reached:
+            run.calls_erased = True
+            run.held_calls = []
+            run.events = [_redacted(e) for e in run.events]
+            copies += self.copies.erase_source(run.run_id)
+        return {"runId": rid.bound, "erased": True, "derivedCopiesErased": copies,
+                "runsReached": len(reached)}
 
     def resolve(self, caller: Owner, rid: RunId) -> RunRecord | Refusal:
         found = self.visible_run(caller, rid)

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from refsim.domain.agents import RECORDER
+from refsim.domain.agents import CONTENT_FREE, RECORDER, UNHELD
 
 ALL_MODES = ("golden", "rubric", "adversarial", "regression", "live-shadow")
 # The modes this simulator really implements: golden scoring, regression against a
@@ -24,9 +24,9 @@ class HostProfile:
     baseline_selection: bool = True
     modes: tuple[str, ...] = IMPLEMENTED_MODES
     # Agents whose calls the host does not keep: their runs are never usable sources.
-    unheld_agents: frozenset[str] = frozenset()
+    unheld_agents: frozenset[str] = frozenset({UNHELD})
     # Agents whose wire lane is content-free (argsHash, no outcome); calls still held.
-    content_free_agents: frozenset[str] = frozenset()
+    content_free_agents: frozenset[str] = frozenset({CONTENT_FREE})
     counter_seam: bool = True
     # Registered code for a replay/fork whose derived copy is gone (assumption gone-copy-code).
     gone_copy_code: str = "replay_source_missing"
@@ -54,8 +54,8 @@ PROFILES: dict[str, HostProfile] = {
     "no-baseline-selection": HostProfile(name="no-baseline-selection",
                                          baseline_selection=False),
     "content-free-lane": HostProfile(name="content-free-lane",
-                                     content_free_agents=frozenset({RECORDER})),
-    "unheld-calls": HostProfile(name="unheld-calls", unheld_agents=frozenset({RECORDER})),
+                                     content_free_agents=frozenset({RECORDER, CONTENT_FREE})),
+    "unheld-calls": HostProfile(name="unheld-calls", unheld_agents=frozenset({RECORDER, UNHELD})),
     "no-eval": HostProfile(name="no-eval", eval_suite=False, recorded_fixtures=False),
     "no-counter-seam": HostProfile(name="no-counter-seam", counter_seam=False),
 }

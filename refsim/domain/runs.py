@@ -84,6 +84,9 @@ class RunRecord:
     unheld_agents: set[str] = attrs.Factory(set)
     calls_erased: bool = False
     holds_calls: bool = True
+    # Source runs whose as-executed tool content this run carries (it was served their
+    # derived entries, directly or through another eval run): erasing one reaches this run.
+    content_from: set[RunId] = attrs.Factory(set)
     eval: EvalRecord | None = None
     parent: RunId | None = None
     completed_at: str | None = None

@@ -6,6 +6,7 @@ tenants may register more through a seam, visible to that tenant only.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,11 @@ class TaskFixtures:
     entries: tuple[FixtureEntry, ...]
     on_miss: str | None
     has_tool_responses: bool
+
+    @property
+    def sets_tool_fixtures(self) -> bool:
+        """Whether the task's tool calls are served from fixtures (a memorySeed alone is not)."""
+        return self.has_tool_responses or self.on_miss is not None
 
     @property
     def conflicts_with_recorded(self) -> bool:
@@ -99,7 +105,13 @@ class SuiteError(ValueError):
 
 
 def load_builtin(directory: Path = paths.FIXTURES) -> dict[str, Suite]:
-    """Fixture id -> Suite for every file in specs/fixtures/."""
+    """Fixture id -> Suite for every file in specs/fixtures/ (a fresh dict each call)."""
+    return dict(_load_builtin(directory))
+
+
+@functools.cache
+def _load_builtin(directory: Path) -> dict[str, Suite]:
+    # Parsed once per process: suites are frozen, and hosts are built by the thousand.
     out: dict[str, Suite] = {}
     for file in sorted(directory.glob("*.json")):
         doc = json.loads(file.read_text(encoding="utf-8"))

@@ -1,21 +1,13 @@
-"""The v2 error-code registry (specs/error-registry.json) and the envelope built from it."""
+"""Guards the wire: only registered codes (or vendor codes) at their registered status."""
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 
-from refsim import paths
 from refsim.domain.refusals import Refusal
+from refsim.registry_codes import registry
 
 VENDOR_CODE_RE = re.compile(r"^(?!openwop\.)[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z][a-z0-9_]*$")
-
-
-@functools.cache
-def registry() -> dict[str, int]:
-    doc = json.loads((paths.SPECS / "error-registry.json").read_text(encoding="utf-8"))
-    return {str(k): int(v) for k, v in doc["codes"].items()}
 
 
 def is_registered(code: str, status: int | None = None) -> bool:

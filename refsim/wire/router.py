@@ -19,7 +19,7 @@ from refsim.domain.core import WORKFLOWS, HostCore
 from refsim.domain.ids import TENANT_RE, WORKSPACE_RE, RunId, parse_segment
 from refsim.domain.owners import Owner, Tenant
 from refsim.domain.refusals import Refusal, not_found, state_conflict, validation
-from refsim.domain.runs import RunRecord
+from refsim.domain.runs import SCHEMA_VERSION, RunRecord
 from refsim.domain.suites import Suite
 from refsim.wire.errors import checked
 from refsim.wire.response import Response
@@ -228,7 +228,7 @@ class Router:
             "protocolVersions": [PROTOCOL_VERSION], "preferredVersion": PROTOCOL_VERSION,
             "protocolVersion": PROTOCOL_VERSION,
             "implementation": {"name": "refsim", "version": __version__},
-            "eventLogSchemaVersion": 2,
+            "eventLogSchemaVersion": SCHEMA_VERSION,
             "fixtures": sorted([*self.core.suites.fixture_ids, *WORKFLOWS]),
             "conformance": {"seamsProfile": "openwop-conformance-seams-v2", "seams": seams},
             "replay": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},

@@ -1,0 +1,185 @@
+"""Reports over rows: a JSON document shaped like a certification bundle's results, JUnit, text.
+
+Unsigned and never a certification: the JSON says so, and carries no signature.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import refsim
+from refsim.check.findings import Disposition, Row
+from refsim.domain.canonical import sha256_hex
+
+NOT_A_CERTIFICATION = ("This report is unsigned output of the refsim reference checker and "
+                       "is not an OpenWOP certification.")
+TOTAL_KEYS = {
+    Disposition.EXECUTED_PASS: "executedPass",
+    Disposition.EXECUTED_FAIL: "executedFail",
+    Disposition.SKIPPED: "skipped",
+    Disposition.INAPPLICABLE: "inapplicable",
+    Disposition.BLOCKED: "blocked",
+}
+RFC3339_RE = re.compile(
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+TEXT_WIDTH = 100
+# Exit codes, as Maelstrom's: pass, fail, unknown (blocked or nothing to judge).
+EXIT_PASS, EXIT_FAIL, EXIT_UNKNOWN = 0, 1, 2
+# XML 1.0 cannot carry most control characters; a host's message may contain them.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def totals(rows: Sequence[Row]) -> dict[str, int]:
+    counts = dict.fromkeys(TOTAL_KEYS.values(), 0)
+    for row in rows:
+        counts[TOTAL_KEYS[row.disposition]] += 1
+    return counts
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    return {"requirementId": row.requirement_id, "scenarioId": row.scenario_id,
+            "checkId": row.check_id or row.requirement_id,
+            "disposition": row.disposition.value, "detail": row.detail,
+            "assertionCount": row.assertion_count}
+
+
+def _timestamp(generated_at: str | datetime) -> str:
+    if isinstance(generated_at, datetime):
+        if generated_at.tzinfo is None:
+            raise ValueError("generated_at needs a time zone to be an RFC 3339 timestamp")
+        return generated_at.isoformat().replace("+00:00", "Z")
+    if not RFC3339_RE.match(generated_at):
+        raise ValueError(f"generated_at {generated_at!r} is not an RFC 3339 timestamp")
+    return generated_at
+
+
+def to_json(rows: Sequence[Row], host: str, generated_at: str | datetime,
+            assumptions: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The results of a run, in the certification bundle's `results` shape, unsigned."""
+    requirements = [_row_json(r) for r in rows]
+    doc: dict[str, Any] = {
+        "tool": {"name": "refsim", "version": refsim.__version__},
+        "host": {"label": host},
+        "generatedAt": _timestamp(generated_at),
+        "notACertification": NOT_A_CERTIFICATION,
+        "results": {"totals": totals(rows), "requirements": requirements},
+        "detail": {"nonPass": [
+            {"requirementId": r.requirement_id, "checkId": r.check_id or r.requirement_id,
+             "disposition": r.disposition.value, "reason": r.detail}
+            for r in rows if not r.passed]},
+        # Over the rows alone, so two runs that judged alike hash alike whatever their date.
+        "rowsSha256": sha256_hex(requirements),
+    }
+    if assumptions is not None:
+        doc["assumptions"] = [dict(a) for a in assumptions]
+    return doc
+
+
+def _xml_text(value: str) -> str:
+    return _XML_ILLEGAL.sub("\ufffd", value)
+
+
+def _suite_counts(rows: Sequence[Row]) -> dict[str, str]:
+    failures = sum(r.disposition is Disposition.EXECUTED_FAIL for r in rows)
+    skipped = sum(r.disposition in (Disposition.SKIPPED, Disposition.INAPPLICABLE,
+                                    Disposition.BLOCKED) for r in rows)
+    return {"tests": str(len(rows)), "failures": str(failures), "errors": "0",
+            "skipped": str(skipped)}
+
+
+def to_junit(rows: Sequence[Row], host: str) -> str:
+    """JUnit XML: a testsuite per scenario, a testcase per row (name: check, class: requirement)."""
+    root = ET.Element("testsuites", {"name": f"refsim against {_xml_text(host)}",
+                                     **_suite_counts(rows)})
+    by_scenario: dict[str, list[Row]] = {}
+    for row in rows:
+        by_scenario.setdefault(row.scenario_id, []).append(row)
+    for scenario, members in by_scenario.items():
+        suite = ET.SubElement(root, "testsuite", {"name": _xml_text(scenario),
+                                                  **_suite_counts(members)})
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", {"name": "host", "value": _xml_text(host)})
+        for row in members:
+            case = ET.SubElement(suite, "testcase", {
+                "name": _xml_text(row.check_id or row.requirement_id),
+                "classname": _xml_text(row.requirement_id),
+                "assertions": str(row.assertion_count)})
+            if row.disposition is Disposition.EXECUTED_FAIL:
+                failed = [f.message for f in row.findings if not f.ok] or [row.detail]
+                node = ET.SubElement(case, "failure", {"message": _xml_text(failed[0]),
+                                                       "type": "executed-fail"})
+                node.text = _xml_text("\n".join(failed))
+            elif row.disposition is Disposition.BLOCKED:
+                ET.SubElement(case, "skipped", {"message": _xml_text("blocked: " + row.detail)})
+            elif row.disposition in (Disposition.SKIPPED, Disposition.INAPPLICABLE):
+                ET.SubElement(case, "skipped", {"message": _xml_text(row.detail)})
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _clip(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def totals_line(rows: Sequence[Row]) -> str:
+    counts = totals(rows)
+    assertions = sum(r.assertion_count for r in rows)
+    parts = ", ".join(f"{counts[key]} {disposition.value}"
+                      for disposition, key in TOTAL_KEYS.items())
+    return f"{len(rows)} rows, {assertions} assertions: {parts}"
+
+
+def to_text(rows: Sequence[Row], host: str, width: int = TEXT_WIDTH) -> str:
+    """One line per row, then the totals: what a person reads in a terminal."""
+    lines = [f"refsim against {host}"]
+    for row in rows:
+        check = row.check_id or row.requirement_id
+        name = row.requirement_id + (f" ({check})" if check != row.requirement_id else "")
+        detail = " ".join(row.detail.split())
+        lines.append(_clip(f"{row.disposition.value:<13} {name} [{row.assertion_count}] "
+                           f"{detail}", width))
+    lines.append(totals_line(rows))
+    return "\n".join(lines)
+
+
+def verdict(rows: Sequence[Row]) -> int:
+    """0 all passed or reasonably not run; 1 anything failed; 2 blocked or nothing to judge."""
+    if any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
+        return EXIT_FAIL
+    if not rows:
+        return EXIT_UNKNOWN
+    for row in rows:
+        if row.disposition is Disposition.BLOCKED:
+            return EXIT_UNKNOWN
+        # Every non-pass row carries a reason; one that does not hides what happened.
+        if not row.passed and not row.detail.strip():
+            return EXIT_UNKNOWN
+    return EXIT_PASS
+
+
+def write_reports(rows: Sequence[Row], host: str, json_path: str | Path | None,
+                  junit_path: str | Path | None, *,
+                  generated_at: str | datetime | None = None,
+                  assumptions: Sequence[Mapping[str, Any]] | None = None) -> list[Path]:
+    """Write the JSON and/or JUnit report where asked; return the paths written."""
+    written: list[Path] = []
+    if json_path is not None:
+        when = generated_at if generated_at is not None else datetime.now(UTC).replace(
+            microsecond=0)
+        doc = to_json(rows, host, when, assumptions)
+        path = Path(json_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(path)
+    if junit_path is not None:
+        path = Path(junit_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_junit(rows, host), encoding="utf-8")
+        written.append(path)
+    return written

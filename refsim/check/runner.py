@@ -1,0 +1,111 @@
+"""Runs the checker's parts against a host built from a profile and readings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from refsim.check.assume import Reading, build
+from refsim.check.findings import Row
+from refsim.check.scenario import ScenarioConfig, run_scenario
+from refsim.domain.core import Components
+from refsim.domain.profile import HostProfile, profile_named
+from refsim.host import SimHost
+from refsim.wire.client import HostClient
+
+KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
+PARTS = ("conformance", "examples", "invariants")
+
+
+@attrs.frozen
+class Target:
+    """The built-in host under a profile and readings; every check gets a fresh one."""
+
+    profile: str = "reference"
+    readings: tuple[Reading, ...] = ()
+    seed: int = 0
+    base_components: Components | None = None
+
+    def host(self, profile: str | None = None) -> SimHost:
+        chosen: HostProfile = profile_named(profile or self.profile)
+        chosen, components = build(self.readings, chosen, self.base_components)
+        return SimHost(seed=self.seed, profile=chosen, components=components)
+
+    @property
+    def label(self) -> str:
+        extra = "".join(f" --assume {r}" for r in self.readings)
+        return f"refsim:{self.profile}{extra}"
+
+
+def matches(prefix: str | None, row: Row) -> bool:
+    if not prefix:
+        return True
+    for value in (row.requirement_id, row.check_id):
+        short = value.removeprefix("openwop.requirement.").removeprefix("refsim.requirement.")
+        if value.startswith(prefix) or short.startswith(prefix) or prefix in short:
+            return True
+    return False
+
+
+def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
+              client: HostClient | None = None, tenant_b_key: str | None = KEY_B,
+              api_key: str = KEY_A) -> list[Row]:
+    rows: list[Row] = []
+    runners: dict[str, Callable[[], list[Row]]] = {
+        "conformance": lambda: run_scenario(client or target.host(),
+                                            ScenarioConfig(api_key, tenant_b_key)),
+        "examples": lambda: _examples(target, prefix),
+        "invariants": lambda: _invariants(target, prefix),
+    }
+    for part in parts:
+        rows += [r for r in runners[part]() if matches(prefix, r)]
+    return rows
+
+
+def _examples(target: Target, prefix: str | None) -> list[Row]:
+    from refsim.check.examples import run_examples
+    return run_examples(target.host, prefix)
+
+
+def _invariants(target: Target, prefix: str | None) -> list[Row]:
+    from refsim.check.invariants import run_invariants
+    return run_invariants(lambda: target.host(), prefix)
+
+
+@attrs.frozen
+class Change:
+    row: Row
+    before: Row | None
+
+
+def changes(before: Sequence[Row], after: Sequence[Row]) -> list[Change]:
+    """Rows whose disposition differs between two runs, keyed by requirement and check."""
+    old = {(r.requirement_id, r.check_id): r for r in before}
+    return [Change(r, old.get((r.requirement_id, r.check_id))) for r in after
+            if (r.requirement_id, r.check_id) not in old
+            or old[(r.requirement_id, r.check_id)].disposition is not r.disposition]
+
+
+def explain(readings: Sequence[Reading], found: Sequence[Change]) -> str:
+    lines = []
+    for reading in readings:
+        lines.append(f"Assuming {reading}: {reading.meaning}")
+    if not found:
+        lines.append("No check changes under this reading.")
+    for change in found:
+        was = change.before.disposition.value if change.before else "absent"
+        row = change.row
+        name = row.check_id if row.check_id != row.requirement_id else row.requirement_id
+        lines.append(f"  {name} ({row.requirement_id}): {was} -> {row.disposition.value}")
+        for finding in row.findings:
+            if not finding.ok:
+                lines.append(f"      because {finding.message}")
+                if finding.observation is not None:
+                    lines.append(f"      observed {_short(finding.observation)}")
+    return "\n".join(lines)
+
+
+def _short(value: object, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,530 @@
+"""A stateful Hypothesis machine for RFC 0252 over any `HostClient`.
+
+It records sources of every kind, replays them, asks for every refusal, forks and erases,
+and after every step checks the host against a model: usability both ways, refusal
+uniformity, fail-closed replay, the echo, isolation, erasure and no re-resolution.
+
+    from refsim.testing.stateful import machine_for
+    TestRecordedFixtures = machine_for(lambda: SimHost(seed=0)).TestCase
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    invariant,
+    multiple,
+    rule,
+)
+
+from refsim.check.judges import id_forms
+from refsim.check.session import Session, eval_body, run_path
+from refsim.domain.agents import CONTENT_FREE, HELPER, RECORDER, UNHELD
+from refsim.domain.canonical import canonical
+from refsim.domain.tools import COUNTER, FLAKY, VAULT, vault_credential
+from refsim.host import SimHost
+from refsim.testing.model import Entry, Model, ModelRun
+from refsim.wire.client import HostClient
+from refsim.wire.errors import is_registered
+from refsim.wire.response import Response
+
+R = "openwop.requirement.0252."
+S = "refsim.requirement.0252."
+KEYS = ("k1", "k2")
+WATCHED_KEYS = (*KEYS, "recorded-fixtures", "alpha", "beta", "canned")
+LANES = (RECORDER, CONTENT_FREE, UNHELD)
+TENANTS = {"acme": "hk_test_acme", "globex": "hk_test_globex"}
+EXTRA_TENANTS = ("initech", "umbrella")
+CRITICAL = (
+    "source:eval", "source:workflow", "source:delegates", "source:failed-call",
+    "source:credentialed", "source:non-terminal", "source:no-agent", "source:not-held",
+    "refusal:unknown", "refusal:undecodable", "refusal:foreign", "refusal:non-terminal",
+    "refusal:no-agent", "refusal:not-held", "refusal:erased", "refusal:key-not-task",
+    "refusal:suite-fixtures", "refusal:without-mode", "refusal:live-shadow", "refusal:empty-map",
+    "replay:no-miss", "replay:miss", "fork:ok", "fork:gone",
+)
+
+
+class RequirementViolated(AssertionError):
+    """A check failed; the message starts with the requirement id in brackets."""
+
+    def __init__(self, requirement_id: str, message: str) -> None:
+        super().__init__(f"[{requirement_id}] {message}")
+        self.requirement_id = requirement_id
+
+
+def expect(condition: bool, requirement_id: str, message: str) -> None:
+    if not condition:
+        raise RequirementViolated(requirement_id, message)
+
+
+# ----------------------------------------------------------------------------- strategies
+
+def _counter() -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(lambda op, key: {"call": COUNTER, "args": {"op": op, "key": key}},
+                     st.sampled_from(["inc", "read"]), st.sampled_from(KEYS))
+
+
+def _extended_step() -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(
+        _counter(),
+        st.sampled_from(["ok", "error", "forbidden", "rate_limited"]).map(
+            lambda m: {"call": FLAKY, "args": {"mode": m}}),
+        st.sampled_from(["q1", "q2"]).map(lambda q: {"call": VAULT, "args": {"query": q}}),
+        st.lists(_counter(), min_size=1, max_size=2).map(
+            lambda s: {"delegate": HELPER, "script": s}),
+    )
+
+
+def scripts(extended: bool) -> st.SearchStrategy[list[dict[str, Any]]]:
+    step = _extended_step() if extended else _counter()
+    return st.lists(step, min_size=0, max_size=4).map(lambda s: [*s, {"decide": "ok"}])
+
+
+COUNTER_SCRIPTS = st.lists(_counter(), min_size=1, max_size=4).map(
+    lambda s: [*s, {"decide": "ok"}])
+ANY_SCRIPTS = scripts(True)
+
+
+def counter_only(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For a foreign host without refsim's extra tools: keep only the counter calls."""
+    out: list[dict[str, Any]] = []
+    for step in script:
+        if step.get("call") == COUNTER or "decide" in step:
+            out.append(step)
+        elif "delegate" in step:
+            out.extend(counter_only(step["script"]))
+    return out
+
+
+def _drift(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same script with one new call the source never made."""
+    return [{"call": COUNTER, "args": {"op": "read", "key": "drift"}}, *script]
+
+
+def _norm(value: Any, failed: bool) -> Any:
+    """Errors compare by code only: messages are the host's to word."""
+    if failed:
+        return {"code": value.get("code")} if isinstance(value, dict) else value
+    return value
+
+
+# ----------------------------------------------------------------------------- the machine
+
+class RecordedFixturesMachine(RuleBasedStateMachine):
+    """Subclass via `machine_for(factory)`; the default drives a fresh `SimHost(seed=0)`."""
+
+    client_factory: ClassVar[Callable[[], HostClient]] = staticmethod(lambda: SimHost(seed=0))
+    extended: ClassVar[bool] = True
+    branches: ClassVar[collections.Counter[str]] = collections.Counter()
+    steps_taken: ClassVar[int] = 0
+
+    tenants = Bundle("tenants")
+    runs = Bundle("runs")
+    evals = Bundle("evals")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.client = type(self).client_factory()
+        self.sim = self.client if isinstance(self.client, SimHost) else None
+        self.keys = dict(TENANTS)
+        discovery = self.client.request("GET", "/.well-known/openwop").json or {}
+        facet = ((discovery.get("agents") or {}).get("evalSuite") or {})
+        unheld = self.sim.profile.unheld_agents if self.sim else frozenset({UNHELD})
+        self.model = Model(fixture_errors=bool(facet.get("fixtureErrors")), unheld_agents=unheld)
+        self.registered: set[tuple[str, str]] = set()
+        self.refusals: dict[tuple[int, bytes], str] = {}
+
+    # -- plumbing
+
+    def _count(self, branch: str) -> None:
+        type(self).branches[branch] += 1
+
+    def _session(self, tenant: str) -> Session:
+        return Session(self.client, self.keys[tenant])
+
+    def _checked(self, tenant: str, response: Response) -> Response:
+        """Every response: no other tenant's run id in any form (isolation)."""
+        type(self).steps_taken += 1
+        text = response.body.decode("utf-8", "replace")
+        for run in self.model.runs.values():
+            if run.tenant != tenant:
+                leaked = [f for f in id_forms(run.id) if f in text]
+                expect(not leaked, S + "tenant-isolation",
+                       f"a response to {tenant} carries {run.tenant}'s run id {run.id}")
+        if response.status >= 400:
+            body = response.json if isinstance(response.json, dict) else {}
+            expect(is_registered(str(body.get("error")), response.status),
+                   S + "no-echo", f"unregistered error {body.get('error')} at {response.status}")
+        return response
+
+    def _suite(self, tenant: str, script: list[Any], *, source: bool, trials: int = 1) -> str:
+        task: dict[str, Any] = {"taskId": "t", "input": {"script": script},
+                                "expected": {"kind": "golden",
+                                             "match": {"strategy": "exact", "value": "ok"}}}
+        if source:
+            task["fixtures"] = {"toolResponses": [], "onMiss": "live"}
+        digest = hashlib.sha256(canonical([script, source, trials]).encode()).hexdigest()[:12]
+        suite_id = f"refsim.machine.evals.{'src' if source else 'rep'}-{digest}"
+        if (tenant, suite_id) not in self.registered:
+            doc = {"suiteId": suite_id, "version": "1.0.0", "modes": ["golden"], "trials": trials,
+                   "tasks": [task]}
+            r = self.client.request("POST", "/conformance/seams/eval-suites",
+                                    api_key=self.keys[tenant], json={"suite": doc})
+            expect(r.status == 201, S + "usable-source-accepted",
+                   f"the suite seam refused a suite: {r.status} {r.json}")
+            self.registered.add((tenant, suite_id))
+        return suite_id
+
+    def _created_id(self, tenant: str, r: Response, what: str) -> str:
+        self._checked(tenant, r)
+        expect(r.status == 201, S + "usable-source-accepted",
+               f"{what}: expected 201, got {r.status} {r.json}")
+        return str(r.json["runId"])
+
+    def _record(self, run: ModelRun) -> ModelRun:
+        self.model.runs[run.id] = run
+        return run
+
+    # -- tenants
+
+    @rule(target=tenants, name=st.sampled_from(sorted(TENANTS)))
+    def known_tenant(self, name: str) -> str:
+        return name
+
+    @rule(target=tenants, name=st.sampled_from(EXTRA_TENANTS))
+    def add_tenant(self, name: str) -> Any:
+        if name in self.keys:
+            return multiple()
+        key = f"hk_test_{name}"
+        r = self.client.request("POST", "/conformance/seams/tenants", api_key=self.keys["acme"],
+                                json={"name": name, "apiKey": key})
+        if r.status == 404:
+            note(f"the host has no tenant seam; {name} not added")
+            return multiple()
+        expect(r.status == 201, S + "tenant-isolation", f"adding tenant {name}: {r.status}")
+        self.keys[name] = key
+        self._count("tenant:add")
+        note(f"added tenant {name}")
+        return name
+
+    # -- recording sources
+
+    @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=COUNTER_SCRIPTS)
+    def record_eval_source(self, tenant: str, lane: str, script: list[Any]) -> str:
+        suite = self._suite(tenant, script, source=True)
+        r = self._session(tenant).create(eval_body(suite, agent_id=lane))
+        run_id = self._created_id(tenant, r, "an eval source run")
+        run = self._record(ModelRun(run_id, tenant, "eval", lane, True, script=script))
+        self.model.run_live(tenant, lane, script, run.calls, run.invoked)
+        self._count("source:eval")
+        self._count_source(run)
+        note(f"{tenant} recorded eval source {run_id} on lane {lane}: {script}")
+        return run_id
+
+    @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=ANY_SCRIPTS)
+    def record_workflow_source(self, tenant: str, lane: str, script: list[Any]) -> str:
+        if not type(self).extended:
+            script = counter_only(script)
+        r = self._session(tenant).workflow("conformance-agent-call",
+                                           {"agentId": lane, "script": script})
+        run_id = self._created_id(tenant, r, "a workflow source run")
+        run = self._record(ModelRun(run_id, tenant, "workflow", lane, True, script=script))
+        self.model.run_live(tenant, lane, script, run.calls, run.invoked)
+        self._count("source:workflow")
+        self._count_source(run)
+        note(f"{tenant} recorded workflow source {run_id} on lane {lane}: {script}")
+        return run_id
+
+    def _count_source(self, run: ModelRun) -> None:
+        if any("delegate" in s for s in run.script):
+            self._count("source:delegates")
+        if any(c.failed for c in run.calls):
+            self._count("source:failed-call")
+        if any(c.tool == VAULT for c in run.calls):
+            self._count("source:credentialed")
+        if run.agent in self.model.unheld_agents and any(c.agent == run.agent for c in run.calls):
+            self._count("source:not-held")
+
+    @rule(target=runs, tenant=tenants, script=COUNTER_SCRIPTS)
+    def record_waiting_run(self, tenant: str, script: list[Any]) -> str:
+        r = self._session(tenant).workflow("conformance-wait-input",
+                                           {"agentId": RECORDER, "script": script})
+        run_id = self._created_id(tenant, r, "a waiting run")
+        run = self._record(ModelRun(run_id, tenant, "waiting", RECORDER, False, script=script))
+        self.model.run_live(tenant, RECORDER, script, run.calls, run.invoked)
+        self._count("source:non-terminal")
+        note(f"{tenant} started waiting run {run_id}")
+        return run_id
+
+    @rule(target=runs, tenant=tenants)
+    def record_noop_run(self, tenant: str) -> str:
+        r = self._session(tenant).workflow("conformance-noop")
+        run_id = self._created_id(tenant, r, "a noop run")
+        self._record(ModelRun(run_id, tenant, "noop", None, True))
+        self._count("source:no-agent")
+        note(f"{tenant} ran noop {run_id}")
+        return run_id
+
+    @rule(run_id=runs)
+    def resolve(self, run_id: str) -> None:
+        run = self.model.runs[run_id]
+        path = "/conformance/seams" + run_path(run_id, ":resolve")
+        r = self._checked(run.tenant, self.client.request("POST", path,
+                                                          api_key=self.keys[run.tenant]))
+        if r.status == 404 and r.json and r.json.get("error") == "not_found" and self.sim is None:
+            return
+        if run.kind == "waiting" and not run.terminal:
+            expect(r.status == 200, S + "non-terminal-refused", f"resolving: {r.status}")
+            run.terminal = True
+            self._count("resolve")
+        else:
+            expect(r.status == 409, S + "non-terminal-refused",
+                   f"resolving a run that is not waiting: {r.status}")
+
+    # -- replays
+
+    @rule(target=evals, caller=tenants, source_id=runs, lane=st.sampled_from(LANES),
+          variant=st.sampled_from(["same", "drift"]), trials=st.integers(1, 3))
+    def replay(self, caller: str, source_id: str, lane: str, variant: str, trials: int) -> Any:
+        source = self.model.runs[source_id]
+        script = source.script if source.script else [{"decide": "ok"}]
+        if variant == "drift":
+            script = _drift(script)
+        suite = self._suite(caller, script, source=False, trials=trials)
+        body = eval_body(suite, {"t": source_id}, agent_id=lane)
+        usable = self.model.usable(caller, source_id, lane)
+        if caller != source.tenant:
+            self._count("cross-tenant")
+        before = dict(self.sim.core.resolutions) if self.sim else {}
+        r = self._checked(caller, self._session(caller).create(body))
+        if usable is None:
+            kind = self.model.unusable_kind(caller, source_id, lane)
+            self._refused_unusable(caller, r, [source_id], kind)
+            return multiple()
+        expect(r.status == 201, S + "usable-source-accepted",
+               f"{caller} replaying usable source {source_id} on lane {lane}: "
+               f"{r.status} {r.json}")
+        run_id = str(r.json["runId"])
+        entries = self.model.derive(usable, lane)
+        run = self._record(ModelRun(run_id, caller, "eval", lane, True, fixture_runs={
+            "t": source_id}, derived={"t": entries}, script=script, trials=trials,
+            content_from={source_id, *usable.content_from}))
+        misses, decisions, answers = self.model.run_replay(lane, script, entries, trials,
+                                                           run.calls, run.invoked)
+        run.expected_misses = misses
+        run.expected_passed = misses == 0 and all(d == "ok" for d in decisions)
+        self._count("replay:miss" if misses else "replay:no-miss")
+        if trials > 1:
+            self._count("replay:trials")
+        note(f"{caller} replayed {source_id} as {run_id} ({variant}, {trials} trial(s)): "
+             f"expect {misses} miss(es)")
+        self._judge_eval(run, answers)
+        if self.sim is not None:
+            copy = self.sim.core.copies.get(self.sim.core.runs[_rid(self.sim, source_id)].run_id,
+                                            _rid(self.sim, run_id), "t")
+            got = [Entry(e.tool, e.args, _norm(e.response, e.is_error), e.is_error)
+                   for e in copy or ()]
+            want = [Entry(e.tool, e.args, _norm(e.response, e.is_error), e.is_error)
+                    for e in entries]
+            expect(canonical([attr_tuple(e) for e in got]) == canonical(
+                [attr_tuple(e) for e in want]), S + "derive-agent-calls-only",
+                f"derived copy differs from the source's held calls of {lane}")
+            secret = vault_credential(usable.tenant)
+            expect(secret not in canonical([attr_tuple(e) for e in got]),
+                   S + "no-egress-credential", "an egress credential entered a derived entry")
+            expect(before.get(_rid(self.sim, source_id), 0) + 1 ==
+                   self.sim.core.resolutions.get(_rid(self.sim, source_id), 0),
+                   S + "fork-no-reresolve", "the source was resolved other than once at create")
+        return run_id
+
+    @rule(target=evals, source_id=runs, variant=st.sampled_from(["same", "drift"]),
+          trials=st.integers(1, 3))
+    def replay_own(self, source_id: str, variant: str, trials: int) -> Any:
+        """The owner replays its own source on the source's lane: most often usable."""
+        source = self.model.runs[source_id]
+        return self.replay(source.tenant, source_id, source.agent or RECORDER, variant, trials)
+
+    @rule(eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
+    def erase_source_then_fork(self, eval_id: str, mode: str) -> None:
+        """Security: once the source is erased, a fork of the eval run is refused."""
+        for source_id in (self.model.runs[eval_id].fixture_runs or {}).values():
+            self.erase(source_id)
+        self.fork(eval_id, mode)
+
+    def _judge_eval(self, run: ModelRun, answers: list[Any]) -> None:
+        session = self._session(run.tenant)
+        events = session.events(run.id)
+        started = [e for e in events if e.get("type") == "eval.started"]
+        expect(len(started) == 1 and (started[0].get("payload") or {}).get("fixtureRuns")
+               == run.fixture_runs, S + "echo-verbatim",
+               f"eval.started.fixtureRuns is not {run.fixture_runs}")
+        scored = [e.get("payload") or {} for e in events if e.get("type") == "eval.scored"]
+        misses = scored[0].get("fixtureMissCount") if len(scored) == 1 else None
+        expect(misses == run.expected_misses, S + "fail-closed-miss",
+               f"fixtureMissCount {misses}, the model expects {run.expected_misses}")
+        expect(scored[0].get("passed") is run.expected_passed, S + "fail-closed-miss",
+               f"passed is {scored[0].get('passed')}, the model expects {run.expected_passed}")
+        if run.agent != CONTENT_FREE:
+            returned = [e.get("payload") or {} for e in events
+                        if e.get("type") == "agent.tool-returned"]
+            got = [_norm(p.get("error"), True) if "error" in p else p.get("outcome")
+                   for p in returned]
+            want = [_norm(value, failed) for value, failed in answers]
+            expect(canonical(got) == canonical(want), R + "source-replayed",
+                   f"served answers {got} differ from the recorded ones {want}")
+
+    def _refused_unusable(self, caller: str, r: Response, supplied: list[str], kind: str) -> None:
+        expect(r.status == 400 and isinstance(r.json, dict)
+               and r.json.get("error") == "validation_error", R + "source-refused",
+               f"an unusable source ({kind}) got {r.status} {r.json}, not 400 validation_error")
+        text = r.body.decode("utf-8", "replace") + canonical(r.headers)
+        for value in supplied:
+            leaked = [f for f in id_forms(value) if f in text]
+            expect(not leaked, S + "no-echo", f"the refusal ({kind}) echoes {leaked}")
+        self.refusals.setdefault((r.status, r.body), kind)
+        expect(len(self.refusals) == 1, S + "source-uniform-body",
+               f"unusable-source refusals differ: {sorted(set(self.refusals.values()))}")
+        self._count("refusal:" + kind)
+
+    @rule(caller=tenants, how=st.sampled_from(["unknown", "undecodable"]),
+          junk=st.sampled_from(["not an id", "acme/short", "x/run-000000000000000000", "~2F"]))
+    def refuse_unknown(self, caller: str, how: str, junk: str) -> None:
+        value = f"{caller}/run-unknown000000000000" if how == "unknown" else junk
+        suite = self._suite(caller, [{"decide": "ok"}], source=False)
+        r = self._checked(caller, self._session(caller).create(eval_body(suite, {"t": value})))
+        self._refused_unusable(caller, r, [value], how if how == "undecodable" else "unknown")
+
+    @rule(caller=tenants, source_id=runs,
+          kind=st.sampled_from(["key-not-task", "suite-fixtures", "without-mode", "live-shadow",
+                                "empty-map"]))
+    def refuse_fields(self, caller: str, source_id: str, kind: str) -> None:
+        bodies: dict[str, Any] = {
+            "key-not-task": eval_body(self._suite(caller, [{"decide": "ok"}], source=False),
+                                      {"nope": source_id}),
+            "suite-fixtures": eval_body("refsim-eval-with-suite-fixtures", {"canned": source_id}),
+            "without-mode": {"workflowId": "conformance-noop", "fixtureRuns": {"t": source_id}},
+            "live-shadow": eval_body("refsim-eval-two-tasks", {"alpha": source_id},
+                                     evalModes=["golden", "live-shadow"]),
+            "empty-map": eval_body("refsim-eval-two-tasks", {}),
+        }
+        r = self._checked(caller, self._session(caller).create(bodies[kind]))
+        expect(r.status == 400 and isinstance(r.json, dict)
+               and r.json.get("error") == "validation_error", R + "fields-refused",
+               f"{kind}: expected 400 validation_error, got {r.status} {r.json}")
+        self._count("refusal:" + kind)
+
+    # -- erasure and forks
+
+    @rule(run_id=runs)
+    def erase(self, run_id: str) -> None:
+        run = self.model.runs[run_id]
+        r = self._checked(run.tenant, self._session(run.tenant).erase(run_id))
+        if r.status == 404 and self.sim is None:
+            return
+        expect(r.status == 200, S + "copy-erased-with-source", f"erasing: {r.status} {r.json}")
+        run.erased = True
+        for other in self.model.runs.values():
+            if run_id in other.content_from:
+                other.erased = True  # it holds the erased content too
+        self._count("erase")
+        note(f"{run.tenant} erased {run_id}")
+
+    @rule(target=runs, eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
+    def fork(self, eval_id: str, mode: str) -> Any:
+        run = self.model.runs[eval_id]
+        gone = any(self.model.runs[s].erased for s in (run.fixture_runs or {}).values())
+        before = dict(self.sim.core.resolutions) if self.sim else {}
+        r = self._checked(run.tenant, self._session(run.tenant).fork(eval_id, mode))
+        if self.sim is not None:
+            expect(before == self.sim.core.resolutions, S + "fork-no-reresolve",
+                   "a fork resolved the source run again")
+        if gone:
+            body = r.json if isinstance(r.json, dict) else {}
+            expect(r.status >= 400 and is_registered(str(body.get("error")), r.status),
+                   S + "gone-copy-refused",
+                   f"a {mode} fork whose copy is gone answered {r.status} {body}")
+            self._count("fork:gone")
+            return multiple()
+        expect(r.status == 201, S + "fork-no-reresolve", f"a {mode} fork: {r.status} {r.json}")
+        fork_id = str(r.json["runId"])
+        child = self._record(ModelRun(fork_id, run.tenant, "fork-" + mode, run.agent, True,
+                                      fixture_runs=run.fixture_runs, derived=run.derived,
+                                      script=run.script, trials=run.trials,
+                                      content_from=set(run.content_from)))
+        child.expected_misses, child.expected_passed = run.expected_misses, run.expected_passed
+        if mode == "replay":
+            child.held = False
+            child.invoked = set(run.invoked)
+        else:
+            assert run.agent is not None
+            _, _, answers = self.model.run_replay(run.agent, run.script, run.derived["t"],
+                                                  run.trials, child.calls, child.invoked)
+            self._judge_eval(child, answers)
+        self._count("fork:ok")
+        note(f"{run.tenant} forked {eval_id} ({mode}) as {fork_id}")
+        return fork_id
+
+    # -- after every step
+
+    @invariant()
+    def live_state_agrees(self) -> None:
+        """Fail-closed: only live runs moved the counter, exactly as the model did."""
+        for tenant, key in self.keys.items():
+            session = Session(self.client, key)
+            for name in WATCHED_KEYS:
+                got = session.counter(name)
+                if got is None:
+                    continue
+                want = self.model.world.counter_value(tenant, name)
+                expect(got == want, S + "fail-closed-miss",
+                       f"{tenant}'s live counter {name} reads {got}, the model expects {want}")
+
+    @invariant()
+    def erasure_reaches_copies(self) -> None:
+        if self.sim is None:
+            return
+        for run in self.model.runs.values():
+            if run.erased:
+                count = self.sim.core.copies.count_for(_rid(self.sim, run.id))
+                expect(count == 0, S + "copy-erased-with-source",
+                       f"{count} derived copies of erased {run.id} remain")
+
+    @invariant()
+    def refusals_uniform(self) -> None:
+        expect(len(self.refusals) <= 1, S + "source-uniform-body",
+               "unusable-source refusals are not byte-identical")
+
+
+def attr_tuple(entry: Entry) -> list[Any]:
+    return [entry.tool, entry.args, entry.response, entry.is_error]
+
+
+def _rid(sim: SimHost, run_id: str) -> Any:
+    from refsim.domain.ids import parse_bound
+    return parse_bound(run_id)
+
+
+def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
+                name: str = "RecordedFixturesMachine") -> type[RecordedFixturesMachine]:
+    """A machine class over hosts from `factory` (a fresh host per example)."""
+    return type(name, (RecordedFixturesMachine,), {
+        "client_factory": staticmethod(factory), "extended": extended,
+        "branches": collections.Counter(), "steps_taken": 0})
+
+
+def unreached(branches: collections.Counter[str]) -> list[str]:
+    return [b for b in CRITICAL if branches[b] == 0]
+
+
+__all__ = ["CRITICAL", "RecordedFixturesMachine", "RequirementViolated", "machine_for",
+           "unreached"]

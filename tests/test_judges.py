@@ -1,0 +1,590 @@
+"""Each judge passes a good observation and fails the exact defect it exists for.
+
+Judges are pure, so every observation here is built by hand as a `Response` or an event list.
+Tests marked `xfail(strict=True)` pin judge defects found in review: when a judge is fixed,
+its xfail starts passing, strict mode turns that into a failure, and the marker comes off.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import sys
+from typing import Any
+
+import pytest
+
+from refsim.check import judges
+from refsim.check.findings import Finding
+from refsim.check.scenario import load_vectors
+from refsim.domain.ids import project
+from refsim.domain.refusals import UNUSABLE_SOURCE_MESSAGE
+from refsim.wire.response import Response
+
+REQ = "refsim.requirement.0252.test"
+AGENT = "conformance.eval:recorder"
+DELEGATE = "conformance.eval:delegate"
+COUNTER = "conformance.eval:counter"
+OPAQUE = "run-abcdefghij0123456789"
+SOURCE_ID = f"acme/{OPAQUE}"
+FOREIGN_ID = "globex/run-zyxwvutsrq9876543210"
+REFUSAL = {"error": "validation_error", "message": UNUSABLE_SOURCE_MESSAGE}
+SECRET = "sk-live-0252-egress-credential"
+
+
+def resp(status: int, body: Any = None, headers: dict[str, str] | None = None,
+         text: str | None = None) -> Response:
+    return Response(status, headers or {"OpenWOP-Version": "2.0"}, body, text)
+
+
+def refusal(message: str = UNUSABLE_SOURCE_MESSAGE, status: int = 400,
+            code: str = "validation_error", **extra: Any) -> Response:
+    return resp(status, {"error": code, "message": message, **extra})
+
+
+def ok_all(found: Finding | list[Finding]) -> bool:
+    items = found if isinstance(found, list) else [found]
+    return bool(items) and all(f.ok for f in items)
+
+
+def failed(found: Finding | list[Finding]) -> list[Finding]:
+    items = found if isinstance(found, list) else [found]
+    return [f for f in items if not f.ok]
+
+
+def ev(seq: int, type_: str, **payload: Any) -> dict[str, Any]:
+    return {"sequence": seq, "type": type_, "payload": payload}
+
+
+def calls(start: int, agent: str, answers: list[tuple[dict[str, Any], Any]]
+          ) -> list[dict[str, Any]]:
+    out = []
+    for i, (inputs, outcome) in enumerate(answers):
+        cid = f"call-{agent}-{i}"
+        out.append(ev(start + 2 * i, "agent.tool-called", agentId=agent, toolName=COUNTER,
+                      callId=cid, inputs=inputs))
+        out.append(ev(start + 2 * i + 1, "agent.tool-returned", agentId=agent,
+                      toolName=COUNTER, callId=cid, outcome=outcome))
+    return out
+
+
+INC = ({"op": "inc", "key": "recorded-fixtures"}, {"key": "recorded-fixtures", "count": 1})
+READ = ({"op": "read", "key": "recorded-fixtures"}, {"key": "recorded-fixtures", "count": 1})
+
+
+def eval_log(fixture_runs: dict[str, str] | None = None, misses: int = 0,
+             passed: bool = True, answers: list[tuple[dict[str, Any], Any]] | None = None
+             ) -> list[dict[str, Any]]:
+    started: dict[str, Any] = {"suiteId": "conformance.openwop.evals.recorded-replay",
+                               "suiteVersion": "1.0.0", "taskCount": 1, "modes": ["golden"]}
+    if fixture_runs is not None:
+        started["fixtureRuns"] = fixture_runs
+    body = calls(2, AGENT, answers if answers is not None else [INC, READ])
+    n = 2 + len(body)
+    return [ev(0, "run.started"), ev(1, "eval.started", **started), *body,
+            ev(n, "eval.scored", taskId="record", score=1.0 if passed else 0.0, passed=passed,
+               fixtureMissCount=misses),
+            ev(n + 1, "eval.completed", aggregateScore=1.0 if passed else 0.0, passed=passed,
+               taskCount=1, passedCount=1 if passed else 0),
+            ev(n + 2, "run.completed")]
+
+
+def summary(misses: int = 0, passed: bool = True) -> dict[str, Any]:
+    return {"suiteId": "conformance.openwop.evals.recorded-replay", "suiteVersion": "1.0.0",
+            "aggregateScore": 1.0 if passed else 0.0, "passed": passed, "taskCount": 1,
+            "passedCount": 1 if passed else 0,
+            "tasks": [{"taskId": "record", "score": 1.0 if passed else 0.0, "passed": passed,
+                       "fixtureMissCount": misses}]}
+
+
+# -- coverage of this file itself ---------------------------------------------------------------
+
+def _judge_names() -> list[str]:
+    """Public functions of refsim.check.judges that return findings."""
+    names = []
+    for name, fn in inspect.getmembers(judges, inspect.isfunction):
+        if name.startswith("_") or fn.__module__ != judges.__name__:
+            continue
+        if "Finding" in str(inspect.signature(fn).return_annotation):
+            names.append(name)
+    return sorted(names)
+
+
+def test_every_judge_has_a_pass_and_a_fail_test() -> None:
+    here = [n for n in dir(sys.modules[__name__]) if n.startswith("test_")]
+    for name in _judge_names():
+        assert f"test_{name}_passes" in here, f"judge {name} has no passing test"
+        assert f"test_{name}_fails" in here or any(
+            n.startswith(f"test_{name}_fails") for n in here), f"judge {name} has no failing test"
+
+
+def test_the_judge_list_is_what_this_file_expects() -> None:
+    assert _judge_names() == sorted([
+        "content_free", "counter_moved", "counter_unchanged", "created", "echo", "envelope",
+        "eval_order", "facet_implies_matching", "miss_count", "no_echo", "no_reresolution",
+        "no_secret_in", "outcomes_equal", "passed_is", "refused", "schema_vector", "uniform"])
+
+
+# -- helpers the judges stand on ----------------------------------------------------------------
+
+def test_id_forms_covers_bound_projected_percent_and_opaque() -> None:
+    forms = judges.id_forms(SOURCE_ID)
+    assert {SOURCE_ID, project(SOURCE_ID), f"acme%2F{OPAQUE}", f"acme%2f{OPAQUE}",
+            f"acme\\/{OPAQUE}", OPAQUE} <= forms
+
+
+def test_of_type_and_scored_pick_the_events_asked_for() -> None:
+    log = eval_log()
+    assert [e["type"] for e in judges.of_type(log, "agent.tool-called")] == [
+        "agent.tool-called"] * 2
+    assert judges.scored(log, "record") == log[-3]["payload"]
+    assert judges.scored(log, "other") is None
+
+
+# -- created --------------------------------------------------------------------------------------
+
+def test_created_passes() -> None:
+    assert ok_all(judges.created(REQ, resp(201, {"runId": SOURCE_ID}), "the replay"))
+
+
+def test_created_fails_on_a_refusal() -> None:
+    found = judges.created(REQ, refusal(), "the replay")
+    assert not found.ok and "expected 201, got 400" in found.message
+
+
+# -- refused --------------------------------------------------------------------------------------
+
+def test_refused_passes() -> None:
+    found = judges.refused(REQ, refusal(), "an unknown id")
+    assert len(found) == 2 and ok_all(found)
+
+
+def test_refused_fails_on_a_403() -> None:
+    found = judges.refused(REQ, refusal(status=403, code="id_tenant_mismatch",
+                                        message="not your tenant"), "tenant B's run")
+    # The envelope itself is fine (403 id_tenant_mismatch is registered); the status is not.
+    assert [f.ok for f in found] == [False, True]
+    assert "expected 400 validation_error, got 403 id_tenant_mismatch" in found[0].message
+
+
+def test_refused_fails_on_an_unregistered_code() -> None:
+    gone = refusal(status=404, code="eval_recorded_fixtures_gone", message="copy gone")
+    found = judges.refused(REQ, gone, "a fork whose copy is gone", status=404,
+                           code="eval_recorded_fixtures_gone")
+    # Status and code are what was asked for, but the code is in no registry.
+    assert [f.ok for f in found] == [True, False]
+    assert "registered" in found[1].message
+
+
+def test_refused_fails_on_a_non_envelope_body() -> None:
+    found = judges.refused(REQ, resp(400, text="Bad Request"), "an unknown id")
+    assert [f.ok for f in found] == [False, False]
+    assert "not a {error, message, details?} envelope" in found[1].message
+
+
+def test_refused_fails_on_an_envelope_with_extra_keys() -> None:
+    found = judges.refused(REQ, refusal(runId=SOURCE_ID), "an unknown id")
+    assert [f.ok for f in found] == [True, False]
+
+
+# -- envelope -------------------------------------------------------------------------------------
+
+def test_envelope_passes() -> None:
+    assert ok_all(judges.envelope(REQ, refusal(), "x"))
+    assert ok_all(judges.envelope(REQ, refusal(status=404, code="acme.copy_gone"), "vendor"))
+
+
+def test_envelope_fails_on_missing_message_or_wrong_status() -> None:
+    assert failed(judges.envelope(REQ, resp(400, {"error": "validation_error"}), "x"))
+    assert failed(judges.envelope(REQ, resp(400, {"error": "validation_error", "message": ""}),
+                                  "x"))
+    # A registered code at a status the registry does not give it.
+    found = judges.envelope(REQ, refusal(status=404), "x")
+    assert not found.ok and "at status 404" in found.message
+
+
+def test_envelope_fails_on_a_list_body() -> None:
+    assert failed(judges.envelope(REQ, resp(400, [REFUSAL]), "x"))
+
+
+# -- no_echo --------------------------------------------------------------------------------------
+
+def test_no_echo_passes() -> None:
+    assert ok_all(judges.no_echo(REQ, refusal(), [SOURCE_ID], "an unknown id"))
+
+
+@pytest.mark.parametrize("leak", [
+    SOURCE_ID,                            # bound
+    project(SOURCE_ID),                   # acme~2Frun-...
+    f"acme%2F{OPAQUE}",                   # percent-encoded
+    f"acme\\/{OPAQUE}",                   # JSON-escaped slash
+    OPAQUE,                               # the opaque segment alone
+])
+def test_no_echo_fails_on_the_id_in_any_form(leak: str) -> None:
+    found = judges.no_echo(REQ, refusal(f"no source {leak} here"), [SOURCE_ID], "unknown id")
+    assert not found.ok and "echoes the supplied id" in found.message
+
+
+def test_no_echo_fails_on_the_id_in_details_or_a_header() -> None:
+    in_details = refusal(details={"field": "fixtureRuns.record", "value": project(SOURCE_ID)})
+    assert failed(judges.no_echo(REQ, in_details, [SOURCE_ID], "details"))
+    in_header = resp(400, REFUSAL, {"X-Debug-Run": f"acme~2F{OPAQUE}"})
+    assert failed(judges.no_echo(REQ, in_header, [SOURCE_ID], "header"))
+
+
+# -- uniform --------------------------------------------------------------------------------------
+
+def test_uniform_passes() -> None:
+    pair = [("an unknown id", refusal()), ("tenant B's run", refusal())]
+    assert ok_all(judges.uniform(REQ, pair, exact=True))
+    assert ok_all(judges.uniform(REQ, pair, exact=False))
+
+
+def test_uniform_fails_exact_on_differing_messages() -> None:
+    pair = [("an unknown id", refusal("no such run")),
+            ("tenant B's run", refusal("that run belongs to another tenant"))]
+    assert not judges.uniform(REQ, pair, exact=True).ok
+    # Same status and code: the loose comparison lets it through.
+    assert judges.uniform(REQ, pair, exact=False).ok
+
+
+def test_uniform_fails_exact_on_details_present_for_one() -> None:
+    pair = [("an unknown id", refusal()), ("tenant B's run", refusal(details={"reason": "x"}))]
+    assert not judges.uniform(REQ, pair, exact=True).ok
+
+
+def test_uniform_fails_loose_on_403_versus_400() -> None:
+    pair = [("an unknown id", refusal()),
+            ("tenant B's run", refusal(status=403, code="id_tenant_mismatch"))]
+    found = judges.uniform(REQ, pair, exact=False)
+    assert not found.ok and "differ" in found.message
+
+
+def test_uniform_fails_with_fewer_than_two_refusals() -> None:
+    assert not judges.uniform(REQ, [("an unknown id", refusal())], exact=False).ok
+
+
+# -- echo -----------------------------------------------------------------------------------------
+
+def test_echo_passes() -> None:
+    mapping = {"record": SOURCE_ID}
+    assert ok_all(judges.echo(REQ, eval_log(dict(mapping)), mapping))
+
+
+def test_echo_fails_on_a_missing_map() -> None:
+    found = judges.echo(REQ, eval_log(None), {"record": SOURCE_ID})
+    assert not found.ok and "carries no fixtureRuns" in found.message
+
+
+def test_echo_fails_on_an_altered_map() -> None:
+    for altered in ({"record": project(SOURCE_ID)},          # projected, not the bound form
+                    {"record": FOREIGN_ID},                  # another source
+                    {"record": SOURCE_ID, "extra": SOURCE_ID}):
+        assert not judges.echo(REQ, eval_log(altered), {"record": SOURCE_ID}).ok
+
+
+def test_echo_fails_without_exactly_one_eval_started() -> None:
+    log = eval_log({"record": SOURCE_ID})
+    twice = [*log, ev(len(log), "eval.started", **log[1]["payload"])]
+    assert not judges.echo(REQ, twice, {"record": SOURCE_ID}).ok
+    none = [e for e in log if e["type"] != "eval.started"]
+    assert not judges.echo(REQ, none, {"record": SOURCE_ID}).ok
+
+
+@pytest.mark.xfail(strict=True, reason="judges.echo: an altered (non-None) map fails with the "
+                   "message 'eval.started.fixtureRuns echoes the accepted map verbatim'")
+def test_echo_fails_with_a_message_that_says_what_is_wrong() -> None:
+    found = judges.echo(REQ, eval_log({"record": FOREIGN_ID}), {"record": SOURCE_ID})
+    assert not found.ok and "echoes the accepted map verbatim" not in found.message
+
+
+# -- outcomes_equal -------------------------------------------------------------------------------
+
+def test_outcomes_equal_passes() -> None:
+    found = judges.outcomes_equal(REQ, eval_log(), eval_log({"record": SOURCE_ID}), AGENT)
+    assert len(found) == 3 and ok_all(found)
+
+
+def test_outcomes_equal_passes_ignoring_a_delegates_calls() -> None:
+    replay = eval_log({"record": SOURCE_ID})
+    replay += calls(len(replay), DELEGATE, [(INC[0], {"key": "recorded-fixtures", "count": 9})])
+    assert ok_all(judges.outcomes_equal(REQ, eval_log(), replay, AGENT))
+
+
+def test_outcomes_equal_fails_when_an_outcome_differs() -> None:
+    # A host that ignored fixtureRuns answered the inc live: the counter moved to 2.
+    live = ({"op": "inc", "key": "recorded-fixtures"}, {"key": "recorded-fixtures", "count": 2})
+    found = judges.outcomes_equal(REQ, eval_log(), eval_log(answers=[live, READ]), AGENT)
+    assert [f.ok for f in found] == [True, False, True]
+    assert "call 0: the replayed outcome differs" in found[1].message
+
+
+def test_outcomes_equal_fails_when_an_error_replaces_the_outcome() -> None:
+    replay = eval_log()
+    returned = next(e for e in replay if e["type"] == "agent.tool-returned")
+    del returned["payload"]["outcome"]
+    returned["payload"]["error"] = {"code": "fixture_miss", "message": "miss"}
+    assert failed(judges.outcomes_equal(REQ, eval_log(), replay, AGENT))
+
+
+def test_outcomes_equal_fails_when_a_call_is_missing() -> None:
+    found = judges.outcomes_equal(REQ, eval_log(), eval_log(answers=[INC]), AGENT)
+    assert not found[0].ok and "returned 1 call(s), the source 2" in found[0].message
+
+
+def test_outcomes_equal_fails_on_an_empty_source() -> None:
+    found = judges.outcomes_equal(REQ, eval_log(answers=[]), eval_log(), AGENT)
+    assert len(found) == 1 and not found[0].ok
+
+
+@pytest.mark.xfail(strict=True, reason="judges.outcomes_equal compares outcome/error pairs that "
+                   "may both be absent (a content-free lane: argsHash, no outcome), so it "
+                   "reports 'the replayed outcome equals the source's' having compared nothing")
+def test_outcomes_equal_fails_when_there_is_nothing_to_compare() -> None:
+    def bare(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for e in log:
+            e["payload"].pop("outcome", None)
+            e["payload"].pop("inputs", None)
+        return log
+    found = judges.outcomes_equal(REQ, bare(eval_log()), bare(eval_log()), AGENT)
+    assert failed(found)
+
+
+# -- counters and re-resolution -------------------------------------------------------------------
+
+def test_counter_unchanged_passes() -> None:
+    assert judges.counter_unchanged(REQ, 2, 2, "the replay").ok
+
+
+def test_counter_unchanged_fails_when_the_counter_moved() -> None:
+    found = judges.counter_unchanged(REQ, 2, 3, "the replay")
+    assert not found.ok and "moved from 2 to 3" in found.message
+
+
+def test_counter_moved_passes() -> None:
+    assert judges.counter_moved(REQ, 0, 2, "the source run").ok
+
+
+def test_counter_moved_fails_when_the_counter_stood_still() -> None:
+    found = judges.counter_moved(REQ, 1, 1, "the source run")
+    assert not found.ok and "cannot witness replay" in found.message
+
+
+def test_no_reresolution_passes() -> None:
+    assert judges.no_reresolution(REQ, 1, 1, "the fork").ok
+
+
+def test_no_reresolution_fails_when_the_source_was_resolved_again() -> None:
+    found = judges.no_reresolution(REQ, 1, 2, "the fork")
+    assert not found.ok and "resolved again (1 -> 2)" in found.message
+
+
+# -- miss_count and passed_is ---------------------------------------------------------------------
+
+def test_miss_count_passes() -> None:
+    assert ok_all(judges.miss_count(REQ, eval_log(misses=1), summary(misses=1), "record", 1))
+
+
+def test_miss_count_fails_when_scored_and_summary_disagree() -> None:
+    found = judges.miss_count(REQ, eval_log(misses=0), summary(misses=1), "record", 1)
+    assert [f.ok for f in found] == [False, True]
+    found = judges.miss_count(REQ, eval_log(misses=1), summary(misses=0), "record", 1)
+    assert [f.ok for f in found] == [True, False]
+
+
+def test_miss_count_fails_when_the_count_is_absent() -> None:
+    log = eval_log(misses=1)
+    del log[-3]["payload"]["fixtureMissCount"]
+    bare = summary(misses=1)
+    del bare["tasks"][0]["fixtureMissCount"]
+    assert [f.ok for f in judges.miss_count(REQ, log, bare, "record", 1)] == [False, False]
+    assert [f.ok for f in judges.miss_count(REQ, eval_log(), None, "record", 0)] == [True, False]
+
+
+@pytest.mark.xfail(strict=True, reason="judges.miss_count compares with ==, so a boolean "
+                   "fixtureMissCount (True == 1, False == 0) or a float passes")
+def test_miss_count_fails_on_a_boolean_count() -> None:
+    log = eval_log()
+    log[-3]["payload"]["fixtureMissCount"] = True
+    bad = summary()
+    bad["tasks"][0]["fixtureMissCount"] = True
+    assert failed(judges.miss_count(REQ, log, bad, "record", 1))
+
+
+def test_passed_is_passes() -> None:
+    assert ok_all(judges.passed_is(REQ, eval_log(misses=1, passed=False),
+                                   summary(misses=1, passed=False), "record", False))
+
+
+def test_passed_is_fails_when_a_miss_still_passed() -> None:
+    found = judges.passed_is(REQ, eval_log(misses=1, passed=True),
+                             summary(misses=1, passed=False), "record", False)
+    assert [f.ok for f in found] == [False, True]
+
+
+def test_passed_is_fails_on_a_truthy_non_boolean() -> None:
+    bad = summary()
+    bad["tasks"][0]["passed"] = 1
+    assert [f.ok for f in judges.passed_is(REQ, eval_log(), bad, "record", True)] == [True, False]
+
+
+# -- content_free ---------------------------------------------------------------------------------
+
+def test_content_free_passes() -> None:
+    assert ok_all(judges.content_free(REQ, summary(), eval_log({"record": SOURCE_ID})))
+
+
+def test_content_free_fails_on_output_in_eval_scored() -> None:
+    log = eval_log()
+    log[-3]["payload"]["output"] = {"key": "recorded-fixtures", "count": 1}
+    bad = failed(judges.content_free(REQ, summary(), log))
+    assert len(bad) == 1 and "eval.scored carries content keys ['output']" in bad[0].message
+
+
+def test_content_free_fails_on_derived_entries_in_eval_started() -> None:
+    log = eval_log({"record": SOURCE_ID})
+    log[1]["payload"]["x-derived"] = {"toolResponses": [{"tool": COUNTER, "response": 1}]}
+    assert failed(judges.content_free(REQ, summary(), log))
+
+
+def test_content_free_fails_on_an_extra_summary_key() -> None:
+    extra = summary()
+    extra["notes"] = "the agent said hello"
+    bad = failed(judges.content_free(REQ, extra, eval_log()))
+    assert [f.message for f in bad] == ["the EvalSummary matches the closed summary schema"]
+
+
+def test_content_free_fails_on_content_in_a_summary_task() -> None:
+    leaky = summary()
+    leaky["tasks"][0]["toolResponses"] = [{"tool": COUNTER, "response": {"count": 1}}]
+    bad = failed(judges.content_free(REQ, leaky, eval_log()))
+    assert len(bad) == 2  # the closed schema, and the content keys
+
+
+@pytest.mark.xfail(strict=True, reason="judges.content_free walks into eval.started.fixtureRuns, "
+                   "whose keys are suite taskIds: a task named 'response' or 'output' (legal "
+                   "under ^[a-z0-9][a-z0-9-]*$) echoed as R20 requires is judged a content leak")
+def test_content_free_passes_a_task_named_like_a_content_key() -> None:
+    log = eval_log({"output": SOURCE_ID})
+    log[-3]["payload"]["taskId"] = "output"
+    tasks = summary()
+    tasks["tasks"][0]["taskId"] = "output"
+    assert ok_all(judges.content_free(REQ, tasks, log))
+
+
+# -- eval_order -----------------------------------------------------------------------------------
+
+def test_eval_order_passes() -> None:
+    assert ok_all(judges.eval_order(REQ, eval_log()))
+
+
+def test_eval_order_fails_on_scored_after_completed() -> None:
+    log = eval_log()
+    scored_at, completed_at = len(log) - 3, len(log) - 2
+    log[scored_at], log[completed_at] = log[completed_at], log[scored_at]
+    for i, e in enumerate(log):
+        e["sequence"] = i
+    bad = failed(judges.eval_order(REQ, log))
+    assert len(bad) == 1 and "between started and completed" in bad[0].message
+
+
+def test_eval_order_fails_on_a_sequence_gap_or_a_second_started() -> None:
+    gap = eval_log()
+    gap[3]["sequence"] = 99
+    assert failed(judges.eval_order(REQ, gap))
+    log = eval_log()
+    twice = [*log[:2], ev(2, "eval.started", **log[1]["payload"]),
+             *({**e, "sequence": e["sequence"] + 1} for e in log[2:])]
+    assert failed(judges.eval_order(REQ, twice))
+
+
+@pytest.mark.xfail(strict=True, reason="judges.eval_order only checks placement when there is an "
+                   "eval.scored: a log with none, and eval.completed after run.completed, passes")
+def test_eval_order_fails_without_any_eval_scored() -> None:
+    log = [e for e in eval_log() if e["type"] != "eval.scored"]
+    log[-1], log[-2] = log[-2], log[-1]          # run.completed before eval.completed
+    for i, e in enumerate(log):
+        e["sequence"] = i
+    assert failed(judges.eval_order(REQ, log))
+
+
+# -- facet_implies_matching -----------------------------------------------------------------------
+
+def discovery(**facet: Any) -> dict[str, Any]:
+    return {"protocolVersions": ["2.0"], "preferredVersion": "2.0",
+            "agents": {"status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                       "evalSuite": {"modes": ["golden"], **facet}}}
+
+
+def test_facet_implies_matching_passes() -> None:
+    assert judges.facet_implies_matching(
+        REQ, discovery(recordedFixtures=True, fixtureMatching=True)).ok
+    # Nothing advertised, nothing implied.
+    assert judges.facet_implies_matching(REQ, discovery()).ok
+    assert judges.facet_implies_matching(REQ, {"protocolVersions": ["2.0"]}).ok
+
+
+def test_facet_implies_matching_fails_without_fixture_matching() -> None:
+    for facet in ({"recordedFixtures": True},
+                  {"recordedFixtures": True, "fixtureMatching": False},
+                  {"recordedFixtures": True, "fixtureMatching": "true"}):
+        found = judges.facet_implies_matching(REQ, discovery(**facet))
+        assert not found.ok and "without fixtureMatching" in found.message
+
+
+# -- no_secret_in ---------------------------------------------------------------------------------
+
+def test_no_secret_in_passes() -> None:
+    entries = [{"tool": "conformance.eval:egress", "args": {"q": "x"}, "argsMatch": "exact",
+                "response": {"ok": True}}]
+    assert judges.no_secret_in(REQ, entries, [SECRET, ""], "derived entries").ok
+
+
+def test_no_secret_in_fails_on_an_egress_credential() -> None:
+    entries = [{"tool": "conformance.eval:egress",
+                "args": {"q": "x", "headers": {"Authorization": f"Bearer {SECRET}"}},
+                "argsMatch": "exact", "response": {"ok": True}}]
+    found = judges.no_secret_in(REQ, entries, [SECRET], "derived entries")
+    assert not found.ok and found.observation == {"found": [SECRET]}
+
+
+@pytest.mark.xfail(strict=True, reason="judges.no_secret_in searches json.dumps(...) with "
+                   "ensure_ascii on, so a secret with a non-ASCII character is never found")
+def test_no_secret_in_fails_on_a_non_ascii_credential() -> None:
+    secret = "clé-secrète-0252"
+    assert not judges.no_secret_in(REQ, [{"args": {"k": secret}}], [secret], "entries").ok
+
+
+# -- schema_vector --------------------------------------------------------------------------------
+
+def test_schema_vector_passes() -> None:
+    vectors = load_vectors()
+    assert vectors and ok_all([judges.schema_vector(REQ, v) for v in vectors])
+
+
+def test_schema_vector_fails_on_a_wrong_valid_flag() -> None:
+    for vector in load_vectors()[:4]:
+        flipped = copy.deepcopy(vector)
+        flipped["valid"] = not vector["valid"]
+        found = judges.schema_vector(REQ, flipped)
+        assert not found.ok and vector["id"] in found.message
+
+
+# -- robustness: a judge meets whatever a host sends ----------------------------------------------
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="judges.echo/outcomes_equal/scored call .get on a payload that is "
+                   "not an object, so a malformed event raises instead of failing a finding")
+def test_judges_fail_rather_than_raise_on_a_non_object_payload() -> None:
+    log = eval_log({"record": SOURCE_ID})
+    log[1]["payload"] = ["not", "an", "object"]
+    assert failed(judges.echo(REQ, log, {"record": SOURCE_ID}))
+
+
+@pytest.mark.xfail(strict=True, raises=KeyError,
+                   reason="judges.eval_order indexes e['sequence'] and raises on an event "
+                   "without one, instead of failing a finding")
+def test_eval_order_fails_rather_than_raises_without_a_sequence() -> None:
+    log = eval_log()
+    del log[1]["sequence"]
+    assert failed(judges.eval_order(REQ, log))
