@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from refsim.domain.profile import PROFILES, profile_named
+from refsim.wire.client import HostClient
 
 EXIT_USAGE = 2
 
@@ -28,20 +30,105 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         print(f"refsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
     target = Target(profile=args.profile, readings=readings, seed=args.seed)
-    rows = run_parts(target, parts, args.prefix)
+    remote = _remote(args)
+    if isinstance(remote, int):
+        return remote
+    try:
+        if remote is None:
+            rows = run_parts(target, parts, args.prefix)
+        else:
+            client, api_key, tenant_b = remote
+            rows = run_parts(target, parts, args.prefix, client=client, api_key=api_key,
+                             tenant_b_key=tenant_b)
+    except ValueError as exc:  # HostUnreachable is one: a clear line, not a traceback
+        print(f"refsim: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    label = target.label if remote is None else remote[0].name
     if not rows:
         print(f"refsim: no check matches {args.prefix!r}", file=sys.stderr)
         return EXIT_USAGE
-    print(report.to_text(rows, target.label))
+    print(report.to_text(rows, label))
     if readings:
         baseline = run_parts(Target(profile=args.profile, seed=args.seed), parts, args.prefix)
         print()
         print(explain(readings, changes(baseline, rows)))
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assumed = [{"name": r.name, "value": r.value, "reading": r.meaning} for r in readings]
-    report.write_reports(rows, target.label, args.json, args.junit, generated_at=generated,
+    report.write_reports(rows, label, args.json, args.junit, generated_at=generated,
                          assumptions=assumed or None)
     return report.verdict(rows)
+
+
+def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | int | None:
+    """The HTTP host named by --base-url (or OPENWOP_BASE_URL), with its keys; None for
+    the built-in host; an exit code when the options do not make sense."""
+    from refsim.wire.http import HttpClient
+
+    if not hasattr(args, "base_url"):
+        return None  # examples and invariants need the built-in host's insides
+    base_url = args.base_url or os.environ.get("OPENWOP_BASE_URL")
+    if not base_url:
+        return None
+    if getattr(args, "assume", None):
+        print("refsim: --assume reads an open point in the built-in host; it cannot change "
+              "a host at --base-url", file=sys.stderr)
+        return EXIT_USAGE
+    api_key = args.api_key or os.environ.get("OPENWOP_API_KEY")
+    if not api_key:
+        print("refsim: --base-url needs --api-key (or OPENWOP_API_KEY)", file=sys.stderr)
+        return EXIT_USAGE
+    tenant_b = args.tenant_b_api_key or os.environ.get("OPENWOP_TEST_TENANT_B_API_KEY")
+    try:
+        return HttpClient(base_url), api_key, tenant_b
+    except ValueError as exc:
+        print(f"refsim: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    from refsim.host import SimHost
+    from refsim.testing.fuzz import report, run_machine
+
+    remote = _remote(args)
+    if isinstance(remote, int):
+        return remote
+    if remote is None:
+        profile = profile_named(args.profile)
+        result = run_machine(lambda: SimHost(seed=0, profile=profile),
+                             max_examples=args.max_examples, steps=args.steps,
+                             seed_value=args.seed)
+        return report(result, sys.stdout)
+    client, api_key, tenant_b = remote
+    keys = {"acme": api_key, **({"globex": tenant_b} if tenant_b else {})}
+    try:
+        discovery = client.request("GET", "/.well-known/openwop").json or {}
+    except ValueError as exc:
+        print(f"refsim: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    # refsim's own tools (vault, flaky, delegates) only where the host is refsim.
+    extended = (discovery.get("implementation") or {}).get("name") == "refsim"
+    print(f"fuzzing {client.name} over HTTP; white-box checks skipped (derivation "
+          "fidelity, egress credentials in derived entries, erasure reaching the copy "
+          "store, re-resolution counts need the simulator's insides)")
+    result = run_machine(lambda: client, max_examples=args.max_examples, steps=args.steps,
+                         seed_value=args.seed, extended=extended, keys=keys)
+    return report(result, sys.stdout)
+
+
+def _mutants(args: argparse.Namespace) -> int:
+    from refsim.check.mutants import kill_matrix, print_matrix, write_json
+    from refsim.check.zoo import ZOO
+
+    chosen = [m for m in ZOO if not args.only or m.name in args.only]
+    if not chosen:
+        print("refsim: no faulty host matches --only", file=sys.stderr)
+        return EXIT_USAGE
+    kills = kill_matrix(chosen, machine_examples=args.machine_examples,
+                        machine_steps=args.machine_steps)
+    code = print_matrix(kills, sys.stdout)
+    if args.json:
+        write_json(kills, args.json)
+    return code
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -64,6 +151,14 @@ def _add_check_options(p: argparse.ArgumentParser) -> None:
                         "the report then says which checks change and why")
 
 
+def _add_remote_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base-url", help="check a live v2 host over HTTP instead "
+                                      "(also OPENWOP_BASE_URL)")
+    p.add_argument("--api-key", help="tenant A's API key there (also OPENWOP_API_KEY)")
+    p.add_argument("--tenant-b-api-key", help="a second tenant's key, for the uniformity "
+                                              "leg (also OPENWOP_TEST_TENANT_B_API_KEY)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refsim",
@@ -77,18 +172,42 @@ def build_parser() -> argparse.ArgumentParser:
             ("invariants", ("invariants",), "run the invariant rows")):
         p = sub.add_parser(name, help=text, description=text)
         _add_check_options(p)
+        if name == "conformance":
+            _add_remote_options(p)
         p.set_defaults(func=lambda a, parts=parts: _run(a, parts))
     lst = sub.add_parser("list", help="print every requirement with its section and checks")
     lst.set_defaults(func=_list)
+    fuzz = sub.add_parser("fuzz", help="run the stateful Hypothesis machine against the host")
+    fuzz.add_argument("--max-examples", type=int, default=100)
+    fuzz.add_argument("--steps", type=int, default=30, help="steps per example")
+    fuzz.add_argument("--seed", type=int, default=None, help="reproduce a run")
+    fuzz.add_argument("--profile", default="reference", choices=sorted(PROFILES))
+    _add_remote_options(fuzz)
+    fuzz.set_defaults(func=_fuzz)
+    mutants = sub.add_parser("mutants", help="run the checker and the machine against every "
+                                             "faulty host of the zoo; print the kill matrix")
+    mutants.add_argument("--json", metavar="PATH", help="write the kill matrix as JSON")
+    mutants.add_argument("--machine-examples", type=int, default=100,
+                         help="examples per faulty host for the machine (0: checker only)")
+    mutants.add_argument("--machine-steps", type=int, default=30)
+    mutants.add_argument("--only", action="append", metavar="NAME",
+                         help="only this faulty host (repeatable)")
+    mutants.set_defaults(func=_mutants)
     smoke = sub.add_parser("smoke", help="record, replay and drift once on the built-in host")
     smoke.add_argument("--profile", default="reference", choices=sorted(PROFILES))
     smoke.add_argument("--seed", type=int, default=0)
     smoke.set_defaults(func=_smoke)
+    from refsim import cli_http
+    cli_http.register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:  # `refsim list | head`: the reader left, nothing is wrong
+        sys.stderr.close()
+        return 0
     return code

@@ -52,8 +52,9 @@ class SimHost:
             try:
                 body = _json.dumps(json, allow_nan=False).encode("utf-8")
             except (TypeError, ValueError, RecursionError):
-                # Not JSON at all: send what a client would have failed to encode.
-                body = repr(json).encode("utf-8", "replace")
+                # Not JSON at all (NaN, a set, a cycle, too deep): send bytes no JSON
+                # parser accepts, as a client that failed to encode would have.
+                body = b"\x00not JSON"
             if not any(k.lower() == "content-type" for k in all_headers):
                 all_headers["Content-Type"] = "application/json"
         return self.request_raw(method, path, headers=all_headers, body=body)

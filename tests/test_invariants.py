@@ -305,6 +305,17 @@ def _leaky() -> SimHost:
     return host
 
 
+class _AdvertisesWithoutMatching(HostProfile):
+    """A profile that lies in discovery: the real HostProfile cannot be configured so."""
+
+    def agents_family(self) -> dict[str, Any] | None:
+        family = super().agents_family()
+        assert family is not None
+        family["evalSuite"].pop("fixtureMatching", None)
+        family["evalSuite"]["recordedFixtures"] = True
+        return family
+
+
 SABOTAGE: list[tuple[str, str, Callable[[], SimHost], str]] = [
     ("check_tenant_scoped", "accepts-foreign", _with(sources=AcceptsForeignSource()),
      "tenant B's completed source: expected 400 validation_error, got 201"),
@@ -328,11 +339,11 @@ SABOTAGE: list[tuple[str, str, Callable[[], SimHost], str]] = [
     ("check_gone_copy_refused", "runs-live", _with(forks=RunsLiveWhenCopyGone()),
      "the live counter moved"),
     ("check_runs_echoed", "projects", _with(echo=ProjectsEcho()),
-     "echoes the accepted map verbatim"),
+     "eval.started.fixtureRuns differs from the accepted map"),
     ("check_runs_echoed", "omits", _with(echo=OmitsEcho()),
      "eval.started carries no fixtureRuns although the request did"),
     ("check_facet_implies_matching", "no-matching",
-     lambda: SimHost(profile=HostProfile(recorded_fixtures=True, fixture_matching=False)),
+     lambda: SimHost(profile=_AdvertisesWithoutMatching()),
      "recordedFixtures is advertised without fixtureMatching"),
     ("check_derived_never_on_wire", "leaks-entries", _leaky,
      "carries derived-entry keys ['argsMatch', 'tool', 'toolResponses']"),

@@ -291,14 +291,22 @@ def test_echo_fails_without_exactly_one_eval_started() -> None:
     assert not judges.echo(REQ, none, {"record": SOURCE_ID}).ok
 
 
-@pytest.mark.xfail(strict=True, reason="judges.echo: an altered (non-None) map fails with the "
-                   "message 'eval.started.fixtureRuns echoes the accepted map verbatim'")
 def test_echo_fails_with_a_message_that_says_what_is_wrong() -> None:
     found = judges.echo(REQ, eval_log({"record": FOREIGN_ID}), {"record": SOURCE_ID})
     assert not found.ok and "echoes the accepted map verbatim" not in found.message
 
 
 # -- outcomes_equal -------------------------------------------------------------------------------
+
+def test_outcomes_on_wire_tells_a_content_free_lane_apart() -> None:
+    log = eval_log()
+    assert judges.outcomes_on_wire(log, AGENT)
+    stripped = [{**e, "payload": {k: v for k, v in e["payload"].items()
+                                  if k not in ("outcome", "error")}}
+                if e["type"] == "agent.tool-returned" else e for e in log]
+    assert not judges.outcomes_on_wire(stripped, AGENT)
+    assert not judges.outcomes_on_wire(log, DELEGATE)
+
 
 def test_outcomes_equal_passes() -> None:
     found = judges.outcomes_equal(REQ, eval_log(), eval_log({"record": SOURCE_ID}), AGENT)
@@ -337,9 +345,6 @@ def test_outcomes_equal_fails_on_an_empty_source() -> None:
     assert len(found) == 1 and not found[0].ok
 
 
-@pytest.mark.xfail(strict=True, reason="judges.outcomes_equal compares outcome/error pairs that "
-                   "may both be absent (a content-free lane: argsHash, no outcome), so it "
-                   "reports 'the replayed outcome equals the source's' having compared nothing")
 def test_outcomes_equal_fails_when_there_is_nothing_to_compare() -> None:
     def bare(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for e in log:
@@ -401,8 +406,6 @@ def test_miss_count_fails_when_the_count_is_absent() -> None:
     assert [f.ok for f in judges.miss_count(REQ, eval_log(), None, "record", 0)] == [True, False]
 
 
-@pytest.mark.xfail(strict=True, reason="judges.miss_count compares with ==, so a boolean "
-                   "fixtureMissCount (True == 1, False == 0) or a float passes")
 def test_miss_count_fails_on_a_boolean_count() -> None:
     log = eval_log()
     log[-3]["payload"]["fixtureMissCount"] = True
@@ -461,9 +464,6 @@ def test_content_free_fails_on_content_in_a_summary_task() -> None:
     assert len(bad) == 2  # the closed schema, and the content keys
 
 
-@pytest.mark.xfail(strict=True, reason="judges.content_free walks into eval.started.fixtureRuns, "
-                   "whose keys are suite taskIds: a task named 'response' or 'output' (legal "
-                   "under ^[a-z0-9][a-z0-9-]*$) echoed as R20 requires is judged a content leak")
 def test_content_free_passes_a_task_named_like_a_content_key() -> None:
     log = eval_log({"output": SOURCE_ID})
     log[-3]["payload"]["taskId"] = "output"
@@ -498,8 +498,6 @@ def test_eval_order_fails_on_a_sequence_gap_or_a_second_started() -> None:
     assert failed(judges.eval_order(REQ, twice))
 
 
-@pytest.mark.xfail(strict=True, reason="judges.eval_order only checks placement when there is an "
-                   "eval.scored: a log with none, and eval.completed after run.completed, passes")
 def test_eval_order_fails_without_any_eval_scored() -> None:
     log = [e for e in eval_log() if e["type"] != "eval.scored"]
     log[-1], log[-2] = log[-2], log[-1]          # run.completed before eval.completed
@@ -548,8 +546,6 @@ def test_no_secret_in_fails_on_an_egress_credential() -> None:
     assert not found.ok and found.observation == {"found": [SECRET]}
 
 
-@pytest.mark.xfail(strict=True, reason="judges.no_secret_in searches json.dumps(...) with "
-                   "ensure_ascii on, so a secret with a non-ASCII character is never found")
 def test_no_secret_in_fails_on_a_non_ascii_credential() -> None:
     secret = "clé-secrète-0252"
     assert not judges.no_secret_in(REQ, [{"args": {"k": secret}}], [secret], "entries").ok
@@ -572,18 +568,12 @@ def test_schema_vector_fails_on_a_wrong_valid_flag() -> None:
 
 # -- robustness: a judge meets whatever a host sends ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="judges.echo/outcomes_equal/scored call .get on a payload that is "
-                   "not an object, so a malformed event raises instead of failing a finding")
 def test_judges_fail_rather_than_raise_on_a_non_object_payload() -> None:
     log = eval_log({"record": SOURCE_ID})
     log[1]["payload"] = ["not", "an", "object"]
     assert failed(judges.echo(REQ, log, {"record": SOURCE_ID}))
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError,
-                   reason="judges.eval_order indexes e['sequence'] and raises on an event "
-                   "without one, instead of failing a finding")
 def test_eval_order_fails_rather_than_raises_without_a_sequence() -> None:
     log = eval_log()
     del log[1]["sequence"]

@@ -45,7 +45,8 @@ EXPECTED_REQUIREMENTS = (
         "derived-never-on-wire", "summary-content-free", "echo-verbatim", "fork-no-reresolve",
         "miss-count-reported", "copy-erased-with-source", "gone-copy-refused",
         "tenant-isolation")]
-    + ["refsim.requirement.0251.baseline-uniform", "refsim.requirement.0251.eval-modes-subset"])
+    + ["refsim.requirement.0251.baseline-uniform", "refsim.requirement.0251.eval-modes-subset"]
+    + ["refsim.requirement.wire.registered-codes"])
 
 
 @pytest.fixture(scope="module")

@@ -186,10 +186,6 @@ def test_A_every_profile_that_advertises_recorded_fixtures_advertises_fixture_ma
         assert facet.get("fixtureMatching") is True
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: HostProfile(fixture_matching=False) keeps "
-                   "recorded_fixtures=True and the host then advertises recordedFixtures "
-                   "without fixtureMatching, which RFC 0252 §A forbids (MUST); the discovery "
-                   "document fails specs/schemas/capabilities.schema.json")
 def test_A_host_cannot_be_configured_to_advertise_recorded_fixtures_alone() -> None:
     host = SimHost(seed=0, profile=HostProfile(name="no-matching", fixture_matching=False))
     doc = host.request("GET", "/.well-known/openwop").json
@@ -840,12 +836,6 @@ def test_security_erasure_reaches_runs_that_hold_the_copy(host: SimHost) -> None
         assert fork(host, run, "replay").status == 404
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (Security, SHOULD): erasing a source does not reach "
-                   "a replay fork of the source itself (POST /runs/{source}:fork {mode: replay} "
-                   "made before the erase): the fork's events still carry the source's "
-                   "agent.tool-called.inputs and agent.tool-returned.outcome, while forks of the "
-                   "eval runs served from it are redacted (the fork's content_from omits the "
-                   "source it copies)")
 def test_security_erasure_reaches_replay_forks_of_the_source(host: SimHost) -> None:
     source = record_source(host)
     copy = fork(host, source, "replay")

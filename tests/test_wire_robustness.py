@@ -2,8 +2,8 @@
 envelope, never a 500 and never an exception. Plus plain tests of the wire's fixed rules
 (auth, versions, sizes, media types, id projection, tenant mismatch, ETags, idempotency).
 
-Known host bugs found here are pinned by strict xfail tests (`test_bug_*`); the property
-tests step around exactly those inputs (`_known_bug_*`) so they keep guarding the rest.
+The `test_regression_*` tests pin host bugs this file once found (each answered 500 or
+raised); they are fixed, and the property tests no longer step around any input.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from refsim import Response, SimHost, paths, schemas
@@ -108,7 +107,6 @@ def test_any_json_body_on_any_route_gets_an_envelope(body: Any, route: tuple[str
      "agentId", "evalModes", "baselineRunId", "fixtureRuns", "configurable", "tags",
      "metadata"]), JSON, max_size=6))
 def test_any_values_under_create_run_keys_get_an_envelope(body: dict[str, Any]) -> None:
-    assume(not _known_bug_unhashable_agent_id(body.get("inputs")))
     host = ROUTES_WORLD.host
     runs = len(host.core.runs)
     r = host.request("POST", "/runs", api_key=KEY_A, json=body)
@@ -182,11 +180,6 @@ def _drop(doc: dict[str, Any], path: tuple[str, ...]) -> None:
     for part in path[:-1]:
         doc = doc[part]
     del doc[path[-1]]
-
-
-def _known_bug_unhashable_agent_id(inputs: Any) -> bool:
-    """BUG pinned by test_bug_unhashable_inputs_agent_id_is_a_500."""
-    return isinstance(inputs, dict) and isinstance(inputs.get("agentId"), (list, dict))
 
 
 @st.composite
@@ -285,49 +278,11 @@ FINITE_JSON = st.recursive(
     max_leaves=16)
 
 
-def _int_parse_crashes(text: str) -> bool:
-    """The region of the integer-parsing bugs: passes the host's isdigit() guard, then int()
-    raises (non-ASCII digits, or more than one leading '-')."""
-    if not text.lstrip("-").isdigit() or len(text) > 12:
-        return False
-    try:
-        int(text)
-    except ValueError:
-        return True
-    return False
-
-
-def _known_bug_wire(path: str, headers: dict[str, str], body: bytes | None) -> bool:
-    """Inputs of the bugs pinned by the test_bug_* tests below; everything else must hold."""
-    if path.startswith("//"):
-        return True  # test_bug_authority_like_path_is_a_500
-    version = headers.get("OpenWOP-Version", "").strip()
-    if version and all(p.isdigit() for p in version.split(".")) and version.count(".") <= 1 \
-            and _int_parse_crashes(version.split(".")[0]):
-        return True  # test_bug_non_ascii_digit_version_is_a_500
-    for values in parse_qs(urlsplit(path).query).values():
-        if _int_parse_crashes(values[-1]):
-            return True  # test_bug_malformed_integer_query_is_a_500
-    if _int_parse_crashes(headers.get("Last-Event-ID", "")):
-        return True  # test_bug_malformed_last_event_id_is_a_500
-    if body is not None:
-        try:
-            json.loads(body, parse_constant=_no_constants)
-        except ValueError:
-            try:
-                json.loads(body)
-                return True  # test_bug_nan_and_infinity_tokens_are_accepted_in_bodies
-            except ValueError:
-                pass
-    return False
-
-
 @SETTINGS
 @given(METHODS, PATHS, HEADERS, st.one_of(st.none(), st.binary(max_size=64),
                                           FINITE_JSON.map(lambda v: json.dumps(v).encode())))
 def test_any_method_path_headers_and_bytes_get_an_envelope(
         method: str, path: str, headers: dict[str, str], body: bytes | None) -> None:
-    assume(not _known_bug_wire(path, headers, body))
     host = RAW_WORLD.host
     runs = len(host.core.runs)
     r = host.request_raw(method, path, headers=headers, body=body)
@@ -339,7 +294,6 @@ def test_any_method_path_headers_and_bytes_get_an_envelope(
 @SETTINGS
 @given(st.binary(max_size=200))
 def test_any_bytes_as_a_create_run_body_get_an_envelope(body: bytes) -> None:
-    assume(not _known_bug_wire("/runs", {}, body))
     r = RAW_WORLD.host.request_raw("POST", "/runs",
                                    headers={"Authorization": "Bearer " + KEY_A,
                                             "Content-Type": "application/json"}, body=body)
@@ -364,73 +318,49 @@ def test_values_that_are_not_json_still_get_an_envelope(value: Any) -> None:
 
 # ----------------------------------------------------------------------------- known bugs
 
-@pytest.mark.xfail(strict=True, reason="BUG: POST /runs {workflowId: conformance-agent-call, "
-                   "inputs: {agentId: []}} (or {}) answers 500 internal_error: HostCore."
-                   "_create_workflow does `agent_id not in self.agents` on an unhashable value "
-                   "(TypeError); an unknown agent should be 400 validation_error")
 @pytest.mark.parametrize("agent", [[], {}, [RECORDER], {"id": RECORDER}])
-def test_bug_unhashable_inputs_agent_id_is_a_500(agent: Any) -> None:
+def test_regression_unhashable_inputs_agent_id_is_refused_cleanly(agent: Any) -> None:
     host = SimHost(seed=0)
     r = host.request("POST", "/runs", api_key=KEY_A, json={
         "workflowId": "conformance-agent-call", "inputs": {"agentId": agent, "script": []}})
     assert r.status == 400, r.body
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a path starting with '//' whose authority part "
-                   "urllib rejects (e.g. '//[x', '//]') answers 500 internal_error: "
-                   "Router._handle calls urlsplit() and its ValueError escapes; should be 404")
 @pytest.mark.parametrize("path", ["//[x", "//[", "//a]b/runs"])
-def test_bug_authority_like_path_is_a_500(path: str) -> None:
+def test_regression_authority_like_path_is_refused_cleanly(path: str) -> None:
     r = SimHost(seed=0).request_raw("GET", path, headers={}, body=None)
     assert r.status == 404, r.body
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: OpenWOP-Version whose major is a non-ASCII digit "
-                   "('\\u00b2', '\\u00b2.0') answers 500: Router._check_version trusts "
-                   "str.isdigit() and then int() raises; should be 400 validation_error")
 @pytest.mark.parametrize("version", ["\u00b2", "\u00b2.0", "\u2460"])
-def test_bug_non_ascii_digit_version_is_a_500(version: str) -> None:
+def test_regression_non_ascii_digit_version_is_refused_cleanly(version: str) -> None:
     r = SimHost(seed=0).request("GET", "/.well-known/openwop",
                                 headers={"OpenWOP-Version": version})
     assert r.status in (400, 406), r.body
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: GET /runs/{id}/events/poll?afterSequence=--5 (or "
-                   "=\\u00b2, or timeout=--1) answers 500: Router._int_query checks "
-                   "text.lstrip('-').isdigit() and then int(text) raises; should be 400")
 @pytest.mark.parametrize("query", ["afterSequence=--5", "afterSequence=\u00b2", "timeout=--1",
                                    "afterSequence=-\u00b3"])
-def test_bug_malformed_integer_query_is_a_500(query: str) -> None:
+def test_regression_malformed_integer_query_is_refused_cleanly(query: str) -> None:
     path = f"/runs/{project(WORLD.source)}/events/poll?{query}"
     r = WORLD.host.request("GET", path, api_key=KEY_A)
     assert r.status == 400, r.body
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: GET /runs/{id}/events with Last-Event-ID '--3' "
-                   "(or '\\u00b2') answers 500: Router._events_stream checks "
-                   "last.lstrip('-').isdigit() then int(last) raises; should be 400")
 @pytest.mark.parametrize("last", ["--3", "\u00b2"])
-def test_bug_malformed_last_event_id_is_a_500(last: str) -> None:
+def test_regression_malformed_last_event_id_is_refused_cleanly(last: str) -> None:
     r = WORLD.host.request("GET", f"/runs/{project(WORLD.source)}/events", api_key=KEY_A,
                            headers={"Last-Event-ID": last})
     assert r.status == 400, r.body
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a run path segment with a lone surrogate "
-                   "('/runs/\\ud800') answers 500: refsim.domain.ids.parse_segment lets "
-                   "UnicodeEncodeError escape from unproject; should be 404 (or 400)")
-def test_bug_lone_surrogate_in_run_path_is_a_500() -> None:
+def test_regression_lone_surrogate_in_run_path_is_refused_cleanly() -> None:
     r = WORLD.host.request("GET", "/runs/\ud800", api_key=KEY_A)
     assert r.status in (400, 404), r.body
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: request bodies may carry the non-JSON tokens NaN, "
-                   "Infinity and -Infinity (json.loads accepts them): POST /runs with metadata "
-                   "{x: Infinity} answers 201, then GET /runs/{id} answers 500 (canonical() "
-                   "refuses NaN for the ETag) and an Idempotency-Key request with such a body "
-                   "answers 500; the body should be refused 400 as invalid JSON")
 @pytest.mark.parametrize("token", [b"NaN", b"Infinity", b"-Infinity"])
-def test_bug_nan_and_infinity_tokens_are_accepted_in_bodies(token: bytes) -> None:
+def test_regression_nan_and_infinity_tokens_are_accepted_in_bodies(token: bytes) -> None:
     host = SimHost(seed=0)
     auth = {"Authorization": "Bearer " + KEY_A}
     body = b'{"workflowId":"conformance-noop","metadata":{"x":' + token + b"}}"
@@ -445,10 +375,7 @@ def test_bug_nan_and_infinity_tokens_are_accepted_in_bodies(token: bytes) -> Non
     assert keyed.status == 400
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: SimHost.request(json=<list nested ~100000 deep>) "
-                   "raises RecursionError instead of answering (its docstring: never raises): "
-                   "json.dumps fails, and the fallback repr(json) recurses too")
-def test_bug_deeply_nested_json_argument_raises() -> None:
+def test_regression_deeply_nested_json_argument_raises() -> None:
     deep: Any = []
     for _ in range(100_000):
         deep = [deep]
@@ -456,11 +383,7 @@ def test_bug_deeply_nested_json_argument_raises() -> None:
     assert r.status == 400
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a createRun body nested just under the JSON "
-                   "parser's limit (metadata ~980 levels deep) answers 500: json.loads "
-                   "accepts it, then jsonschema's unevaluatedProperties check hits "
-                   "RecursionError; should be 201 or a 4xx (e.g. 413/400)")
-def test_bug_deep_body_near_the_parser_limit_is_a_500() -> None:
+def test_regression_deep_body_near_the_parser_limit_is_refused_cleanly() -> None:
     host = SimHost(seed=0)
     statuses = set()
     for depth in range(800, 1200, 2):
@@ -472,11 +395,7 @@ def test_bug_deep_body_near_the_parser_limit_is_a_500() -> None:
     assert 500 not in statuses, statuses
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: POST /conformance/seams/tenants accepts the name "
-                   "'evil\\n' (TENANT_RE ends in '$', which matches before a trailing newline); "
-                   "the host then mints run ids 'evil\\n/run-...' outside the runId grammar, and "
-                   "GET on the run's own eventsUrl answers 404; should refuse 400")
-def test_bug_tenant_seam_accepts_a_trailing_newline() -> None:
+def test_regression_tenant_seam_accepts_a_trailing_newline() -> None:
     host = SimHost(seed=0)
     r = host.request("POST", "/conformance/seams/tenants", api_key=KEY_A,
                      json={"name": "evil\n", "apiKey": "hk_test_evil"})
@@ -490,11 +409,7 @@ def test_bug_tenant_seam_accepts_a_trailing_newline() -> None:
     assert r.status == 400, r.body
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a golden task whose expected has no match (the "
-                   "suite schema allows it) makes POST /runs answer 500 (KeyError in "
-                   "golden_match) and leaves a half-made run stuck in 'running' in "
-                   "host.core.runs; should score the task (failed) or refuse the suite")
-def test_bug_golden_task_without_match_is_a_500_and_leaks_a_run() -> None:
+def test_regression_golden_task_without_match_is_a_500_and_leaks_a_run() -> None:
     host = SimHost(seed=0)
     suite = {"suiteId": "acme.evals.nomatch", "version": "1.0.0", "modes": ["golden"],
              "tasks": [{"taskId": "t", "input": {"script": []}, "expected": {"kind": "golden"}}]}
@@ -506,10 +421,7 @@ def test_bug_golden_task_without_match_is_a_500_and_leaks_a_run() -> None:
     assert all(run.terminal for run in host.core.runs.values())
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the eval-suites seam accepts a suite with two "
-                   "tasks of the same taskId although eval-suite.schema.json says uniqueness "
-                   "is 'checked by the host'; the eval then scores both under one id")
-def test_bug_suite_seam_accepts_duplicate_task_ids() -> None:
+def test_regression_suite_seam_accepts_duplicate_task_ids() -> None:
     host = SimHost(seed=0)
     task = {"taskId": "t", "input": {"script": []},
             "expected": {"kind": "golden", "match": {"strategy": "exact", "value": "done"}}}
@@ -520,11 +432,7 @@ def test_bug_suite_seam_accepts_duplicate_task_ids() -> None:
     assert r.status == 400, r.body
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a registered suite whose task input script has a "
-                   "non-string tool name ({'call': 5}) makes the host emit agent.tool-called/"
-                   "-returned with toolName 5, which fails eval-events.schema.json; the seam "
-                   "or the agent should refuse the malformed step")
-def test_bug_malformed_task_script_puts_schema_invalid_events_on_the_wire() -> None:
+def test_regression_malformed_task_script_puts_schema_invalid_events_on_the_wire() -> None:
     host = SimHost(seed=0)
     suite = {"suiteId": "acme.evals.badcall", "version": "1.0.0", "modes": ["golden"],
              "tasks": [{"taskId": "t", "input": {"script": [{"call": 5}, {"decide": "d"}]},

@@ -219,7 +219,7 @@ def absent(req: str, response: Response, what: str) -> Finding:
 
 def no_content_in(req: str, documents: Any, markers: Iterable[str], what: str) -> Finding:
     """No recorded content (tool answers, decisions) appears in what must stay content-free."""
-    text = json.dumps(documents, sort_keys=True, default=str)
+    text = json.dumps(documents, sort_keys=True, default=str, ensure_ascii=False)
     found = sorted(m for m in markers if m and m in text)
     return check(req, not found, f"{what}: no recorded content" if not found
                  else f"{what}: carries recorded content {found}", {"found": found})
@@ -227,7 +227,7 @@ def no_content_in(req: str, documents: Any, markers: Iterable[str], what: str) -
 
 def present_in(req: str, documents: Any, needle: str, what: str) -> Finding:
     """A positive control: the material a check hunts for really exists where it should."""
-    text = json.dumps(documents, sort_keys=True, default=str)
+    text = json.dumps(documents, sort_keys=True, default=str, ensure_ascii=False)
     return check(req, needle in text, f"{what}: present, as expected" if needle in text
                  else f"{what}: absent, so the check cannot witness anything")
 
@@ -588,7 +588,8 @@ def check_no_reresolution(host: SimHost) -> list[Finding]:
         forks.append(("a branch of the branch", _fork(a, branch, "branch")))
     for label, fork in forks:
         out += _controls(req, fork, label)
-        out += judges.outcomes_equal(req, source.events, fork.events, RECORDER)
+        if judges.outcomes_on_wire(source.events, RECORDER):
+            out += judges.outcomes_equal(req, source.events, fork.events, RECORDER)
         out += judges.miss_count(req, fork.events, fork.summary, "record", 0)
         out.append(judges.no_reresolution(req, resolved, host.core.resolutions.get(rid, 0),
                                           label))

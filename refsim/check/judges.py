@@ -94,36 +94,68 @@ def of_type(events: Sequence[Mapping[str, Any]], type_: str) -> list[Mapping[str
     return [e for e in events if e.get("type") == type_]
 
 
+def _payload(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An event's payload; one that is not an object is judged as an empty one."""
+    payload = event.get("payload")
+    return payload if isinstance(payload, dict) else {}
+
+
 def echo(req: str, events: Sequence[Mapping[str, Any]], expected: Mapping[str, Any]) -> Finding:
     started = of_type(events, "eval.started")
     if len(started) != 1:
         return fail(req, f"expected exactly one eval.started, saw {len(started)}")
-    payload = started[0].get("payload") or {}
-    got = payload.get("fixtureRuns")
-    return check(req, got is not None and canonical(got) == canonical(dict(expected)),
-                 "eval.started.fixtureRuns echoes the accepted map verbatim" if got is not None
-                 else "eval.started carries no fixtureRuns although the request did",
-                 {"expected": dict(expected), "got": got})
+    got = _payload(started[0]).get("fixtureRuns")
+    want = dict(expected)
+    if got is None:
+        return fail(req, "eval.started carries no fixtureRuns although the request did"
+                    + ("" if isinstance(started[0].get("payload"), dict)
+                       else " (its payload is not an object)"), {"expected": want, "got": got})
+    same = canonical(got) == canonical(want)
+    return check(req, same, "eval.started.fixtureRuns echoes the accepted map verbatim" if same
+                 else "eval.started.fixtureRuns differs from the accepted map",
+                 {"expected": want, "got": got})
 
 
 def outcomes_equal(req: str, source: Sequence[Mapping[str, Any]],
                    replay: Sequence[Mapping[str, Any]], agent_id: str) -> list[Finding]:
-    """Each replayed agent.tool-returned carries the outcome (or error) the source recorded."""
+    """Each replayed agent.tool-returned carries the outcome (or error) the source recorded.
+
+    A call whose outcome and error are on neither run's wire (a content-free lane) is a
+    failing finding: nothing was compared, and the caller decides what that means.
+    """
     def returned(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        return [e.get("payload") or {} for e in of_type(events, "agent.tool-returned")
-                if (e.get("payload") or {}).get("agentId") == agent_id]
+        return [_payload(e) for e in of_type(events, "agent.tool-returned")
+                if _payload(e).get("agentId") == agent_id]
+
+    def result(p: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: p[k] for k in ("outcome", "error") if k in p}
     src, rep = returned(source), returned(replay)
     if not src:
         return [fail(req, "the source run recorded no agent.tool-returned of the agent")]
     out = [check(req, len(src) == len(rep),
                  f"the replay returned {len(rep)} call(s), the source {len(src)}")]
     for index, (a, b) in enumerate(zip(src, rep, strict=False)):
-        same = canonical([a.get("outcome"), a.get("error")]) == canonical(
-            [b.get("outcome"), b.get("error")])
+        seen = {"source": result(a), "replay": result(b)}
+        if not seen["source"] and not seen["replay"]:
+            out.append(fail(req, f"call {index}: neither run carries an outcome or error on "
+                            "the wire, so the outcomes cannot be compared", seen))
+            continue
+        same = canonical(seen["source"]) == canonical(seen["replay"])
         out.append(check(req, same, f"call {index}: the replayed outcome equals the source's"
                          if same else f"call {index}: the replayed outcome differs from the "
-                         "source's", {"source": a.get("outcome"), "replay": b.get("outcome")}))
+                         "source's", seen))
     return out
+
+
+def outcomes_on_wire(events: Sequence[Mapping[str, Any]], agent_id: str) -> bool:
+    """Whether the agent's lane puts outcomes on the wire at all (a content-free lane, with
+    argsHash and no outcome, does not: its replay is witnessed by the counter alone)."""
+    for e in of_type(events, "agent.tool-returned"):
+        payload = e.get("payload")
+        if isinstance(payload, dict) and payload.get("agentId") == agent_id \
+                and ("outcome" in payload or "error" in payload):
+            return True
+    return False
 
 
 def counter_unchanged(req: str, before: int, after: int, what: str) -> Finding:
@@ -142,23 +174,26 @@ def counter_moved(req: str, before: int, after: int, what: str) -> Finding:
 
 
 def scored(events: Sequence[Mapping[str, Any]], task_id: str) -> Mapping[str, Any] | None:
-    found = [e.get("payload") or {} for e in of_type(events, "eval.scored")
-             if (e.get("payload") or {}).get("taskId") == task_id]
+    found = [_payload(e) for e in of_type(events, "eval.scored")
+             if _payload(e).get("taskId") == task_id]
     return found[0] if len(found) == 1 else None
 
 
 def miss_count(req: str, events: Sequence[Mapping[str, Any]], summary: Any, task_id: str,
                expected: int) -> list[Finding]:
-    out = []
+    """fixtureMissCount on eval.scored and in the summary: an integer (not a bool) equal to
+    `expected`."""
+    def count_is(got: Any, field: str) -> Finding:
+        is_int = isinstance(got, int) and not isinstance(got, bool)
+        kind = "" if is_int or got is None else f" (a {type(got).__name__}, not an integer)"
+        return check(req, is_int and got == expected,
+                     f"{field} is {got!r}{kind}, expected {expected}")
     score = scored(events, task_id)
-    got = None if score is None else score.get("fixtureMissCount")
-    out.append(check(req, got == expected,
-                     f"eval.scored[{task_id}].fixtureMissCount is {got}, expected {expected}"))
     task = _summary_task(summary, task_id)
-    got_s = None if task is None else task.get("fixtureMissCount")
-    out.append(check(req, got_s == expected,
-                     f"summary task {task_id} fixtureMissCount is {got_s}, expected {expected}"))
-    return out
+    return [count_is(None if score is None else score.get("fixtureMissCount"),
+                     f"eval.scored[{task_id}].fixtureMissCount"),
+            count_is(None if task is None else task.get("fixtureMissCount"),
+                     f"summary task {task_id} fixtureMissCount")]
 
 
 def passed_is(req: str, events: Sequence[Mapping[str, Any]], summary: Any, task_id: str,
@@ -176,8 +211,10 @@ def passed_is(req: str, events: Sequence[Mapping[str, Any]], summary: Any, task_
 def _summary_task(summary: Any, task_id: str) -> Mapping[str, Any] | None:
     if not isinstance(summary, dict):
         return None
-    return next((t for t in summary.get("tasks", []) if isinstance(t, dict)
-                 and t.get("taskId") == task_id), None)
+    tasks = summary.get("tasks")
+    if not isinstance(tasks, list):
+        return None
+    return next((t for t in tasks if isinstance(t, dict) and t.get("taskId") == task_id), None)
 
 
 def content_free(req: str, summary: Any, events: Sequence[Mapping[str, Any]]) -> list[Finding]:
@@ -197,10 +234,17 @@ def content_free(req: str, summary: Any, events: Sequence[Mapping[str, Any]]) ->
 
 
 def _all_keys(value: Any) -> set[str]:
+    """Every key in `value`, except the keys of a fixtureRuns map: those are suite taskIds
+    (any ^[a-z0-9][a-z0-9-]*$ name, `output` included), not content. Its values are still
+    walked."""
     if isinstance(value, dict):
         keys = set(value)
-        for v in value.values():
-            keys |= _all_keys(v)
+        for k, v in value.items():
+            if k == "fixtureRuns" and isinstance(v, dict):
+                for run in v.values():
+                    keys |= _all_keys(run)
+            else:
+                keys |= _all_keys(v)
         return keys
     if isinstance(value, list):
         return set().union(*(_all_keys(v) for v in value)) if value else set()
@@ -208,19 +252,30 @@ def _all_keys(value: Any) -> set[str]:
 
 
 def eval_order(req: str, events: Sequence[Mapping[str, Any]]) -> list[Finding]:
-    """RFC 0081: one eval.started, scored in between, one eval.completed before run.completed."""
-    seqs = {t: [e["sequence"] for e in of_type(events, t)]
+    """RFC 0081: one eval.started, at least one eval.scored in between, one eval.completed
+    before run.completed."""
+    unsequenced = [f"{i} ({e.get('type')})" for i, e in enumerate(events)
+                   if not isinstance(e.get("sequence"), int) or isinstance(e.get("sequence"), bool)]
+    if unsequenced:
+        return [fail(req, f"event(s) at position {', '.join(unsequenced)} carry no integer "
+                     "sequence, so the order cannot be judged")]
+    seqs = {t: [int(e["sequence"]) for e in of_type(events, t)]
             for t in ("eval.started", "eval.scored", "eval.completed", "run.completed")}
     ordered = [e.get("sequence") for e in events] == list(range(len(events)))
     out = [check(req, ordered, "event sequences run 0, 1, 2, ... without gaps")]
     one = len(seqs["eval.started"]) == 1 and len(seqs["eval.completed"]) == 1
     out.append(check(req, one, "exactly one eval.started and one eval.completed"))
-    if one and seqs["eval.scored"]:
+    out.append(check(req, bool(seqs["eval.scored"]),
+                     f"at least one eval.scored ({len(seqs['eval.scored'])})"))
+    if one:
         s, c = seqs["eval.started"][0], seqs["eval.completed"][0]
         inside = all(s < x < c for x in seqs["eval.scored"])
-        before_done = all(c < x for x in seqs["run.completed"])
-        out.append(check(req, inside and before_done,
-                         "eval.scored sits between started and completed, before run.completed"))
+        out.append(check(req, inside, "eval.scored sits between started and completed"
+                         if inside else "an eval.scored is not between started and completed"))
+        done = s < c and all(c < x for x in seqs["run.completed"])
+        out.append(check(req, done, "eval.started precedes eval.completed, which precedes "
+                         "run.completed" if done else "eval.completed is not between "
+                         "eval.started and run.completed"))
     return out
 
 
@@ -245,8 +300,10 @@ def _facet(discovery: Any) -> dict[str, Any]:
 
 def no_secret_in(req: str, entries: Any, secrets: Iterable[str], what: str) -> Finding:
     """SR-1: no credential resolved at egress appears in (derived) content."""
-    text = json.dumps(entries, sort_keys=True, default=str)
-    found = sorted(s for s in secrets if s and s in text)
+    text = json.dumps(entries, sort_keys=True, default=str, ensure_ascii=False)
+    # As it stands, or as JSON escapes it inside a string (quotes, backslashes, controls).
+    found = sorted(s for s in secrets
+                   if s and (s in text or json.dumps(s, ensure_ascii=False)[1:-1] in text))
     return check(req, not found, f"{what}: no egress credential present" if not found
                  else f"{what}: egress credential material present", {"found": found})
 

@@ -40,10 +40,11 @@ def run_script(ctx: AgentContext, script: Sequence[Any]) -> Any:
     for step in script:
         if not isinstance(step, dict):
             continue
-        if "call" in step:
+        if isinstance(step.get("call"), str):
             ctx.call(step["call"], step.get("args"))
-        elif "delegate" in step:
-            ctx.delegate(step["delegate"], {"script": step.get("script", [])})
+        elif isinstance(step.get("delegate"), str):
+            nested = step.get("script")
+            ctx.delegate(step["delegate"], {"script": nested if isinstance(nested, list) else []})
         elif "decide" in step:
             return step["decide"]
     return DEFAULT_DECISION

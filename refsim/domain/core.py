@@ -49,7 +49,7 @@ class RequestRules:
     def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
         if "fixtureRuns" not in body:
             return None
-        if not core.profile.recorded_fixtures:
+        if not core.profile.accepts_recorded_fixtures:
             return validation("fixtureRuns is not accepted by this host", field="fixtureRuns")
         if body.get("mode") != "eval":
             return validation("fixtureRuns is only meaningful with mode eval",
@@ -309,7 +309,7 @@ class HostCore:
         if workflow_id == "conformance-agent-call" and agent_id is None:
             return validation("conformance-agent-call needs inputs.agentId",
                               field="inputs.agentId")
-        if agent_id is not None and agent_id not in self.agents:
+        if agent_id is not None and (not isinstance(agent_id, str) or agent_id not in self.agents):
             return validation("inputs.agentId names no agent on this host",
                               field="inputs.agentId")
         if not schemas.is_valid("script.schema.json", script):
@@ -528,6 +528,7 @@ class HostCore:
         run.content_from = set(source.content_from)
         if mode == "replay":
             self._replay_events(run, source)
+            run.content_from.add(source.run_id)  # it re-emits the source's tool content
         elif source.eval is not None:
             suite = self.suites.lookup(source.owner.tenant, source.eval.suite_ref)
             if suite is None:  # a tenant suite cannot disappear, but never run live on a guess

@@ -43,7 +43,7 @@ class RunId:
 
 def parse_bound(value: object) -> RunId | None:
     """The `RunId` of a bound-form string, or None when it is not one."""
-    if not isinstance(value, str) or not BOUND_RE.match(value):
+    if not isinstance(value, str) or not BOUND_RE.fullmatch(value):
         return None
     tenant, _, opaque = value.rpartition("/")
     return RunId(tenant, opaque)
@@ -77,7 +77,10 @@ def unproject(segment: str) -> str:
             out.append(int(hexpart, 16))
             i += 3
         else:
-            out += ch.encode("utf-8")
+            try:
+                out += ch.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ProjectionError("the segment holds a lone surrogate") from exc
             i += 1
     try:
         return out.decode("utf-8")
@@ -93,10 +96,10 @@ def parse_segment(segment: str, default_tenant: str | None = None) -> RunId | No
     """
     try:
         bound = unproject(segment)
-    except ProjectionError:
+    except (ProjectionError, UnicodeError):  # a dangling escape, or a lone surrogate
         return None
     parsed = parse_bound(bound)
-    if parsed is None and default_tenant is not None and OPAQUE_RE.match(bound):
+    if parsed is None and default_tenant is not None and OPAQUE_RE.fullmatch(bound):
         return RunId(default_tenant, bound)
     return parsed
 

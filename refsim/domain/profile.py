@@ -33,6 +33,11 @@ class HostProfile:
     # onMiss for a task whose suite fixtures omit it (assumption default-on-miss).
     default_on_miss: str = "fail"
 
+    @property
+    def accepts_recorded_fixtures(self) -> bool:
+        """RFC 0252 §A: the member is advertised, and honoured, only with fixtureMatching."""
+        return self.recorded_fixtures and self.fixture_matching
+
     def agents_family(self) -> dict[str, Any] | None:
         if not self.eval_suite:
             return None
@@ -40,7 +45,7 @@ class HostProfile:
         for key, on in (("fixtureMatching", self.fixture_matching),
                         ("fixtureErrors", self.fixture_errors),
                         ("baselineSelection", self.baseline_selection),
-                        ("recordedFixtures", self.recorded_fixtures)):
+                        ("recordedFixtures", self.accepts_recorded_fixtures)):
             if on:
                 facet[key] = True
         return {"status": "stable", "since": "2.0", "witness": "witnessable-gated",

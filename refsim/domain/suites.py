@@ -80,7 +80,9 @@ def golden_match(expected: dict[str, Any], decision: Any) -> bool:
     """Golden scoring of a decision against `expected.match`."""
     if expected.get("kind") != "golden":
         return False  # rubric needs a judge this host does not implement
-    match = expected["match"]
+    match = expected.get("match")
+    if not isinstance(match, dict):
+        return False  # a golden task without a match can never pass
     strategy, value = match["strategy"], match["value"]
     if strategy == "exact":
         return canonical(decision) == canonical(value)

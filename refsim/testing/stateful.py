@@ -15,8 +15,9 @@ import hashlib
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from hypothesis import note
+from hypothesis import note as _hypothesis_note
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -52,6 +53,14 @@ CRITICAL = (
     "refusal:suite-fixtures", "refusal:without-mode", "refusal:live-shadow", "refusal:empty-map",
     "replay:no-miss", "replay:miss", "fork:ok", "fork:gone",
 )
+
+
+def note(text: str) -> None:
+    """Narrate a step: into Hypothesis's report in a test, onto stdout in a pasted program."""
+    try:
+        _hypothesis_note(text)
+    except InvalidArgument:
+        print(text)
 
 
 class RequirementViolated(AssertionError):
@@ -125,8 +134,11 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     client_factory: ClassVar[Callable[[], HostClient]] = staticmethod(lambda: SimHost(seed=0))
     extended: ClassVar[bool] = True
+    tenant_keys: ClassVar[dict[str, str]] = TENANTS
     branches: ClassVar[collections.Counter[str]] = collections.Counter()
+    requests_made: ClassVar[int] = 0
     steps_taken: ClassVar[int] = 0
+    examples_run: ClassVar[int] = 0
 
     tenants = Bundle("tenants")
     runs = Bundle("runs")
@@ -136,13 +148,24 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         super().__init__()
         self.client = type(self).client_factory()
         self.sim = self.client if isinstance(self.client, SimHost) else None
-        self.keys = dict(TENANTS)
+        self.keys = dict(type(self).tenant_keys)
         discovery = self.client.request("GET", "/.well-known/openwop").json or {}
         facet = ((discovery.get("agents") or {}).get("evalSuite") or {})
         unheld = self.sim.profile.unheld_agents if self.sim else frozenset({UNHELD})
         self.model = Model(fixture_errors=bool(facet.get("fixtureErrors")), unheld_agents=unheld)
         self.registered: set[tuple[str, str]] = set()
         self.refusals: dict[tuple[int, bytes], str] = {}
+        type(self).examples_run += 1
+        for tenant in self.keys:
+            self._take_in_counters(tenant)
+
+    def _take_in_counters(self, tenant: str) -> None:
+        """A host that outlives one example (over HTTP) has live state already: take it in."""
+        session = Session(self.client, self.keys[tenant])
+        for name in WATCHED_KEYS:
+            count = session.counter(name)
+            if count:
+                self.model.world.counters[(tenant, name)] = count
 
     # -- plumbing
 
@@ -154,7 +177,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     def _checked(self, tenant: str, response: Response) -> Response:
         """Every response: no other tenant's run id in any form (isolation)."""
-        type(self).steps_taken += 1
+        type(self).requests_made += 1
         text = response.body.decode("utf-8", "replace")
         for run in self.model.runs.values():
             if run.tenant != tenant:
@@ -164,7 +187,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if response.status >= 400:
             body = response.json if isinstance(response.json, dict) else {}
             expect(is_registered(str(body.get("error")), response.status),
-                   S + "no-echo", f"unregistered error {body.get('error')} at {response.status}")
+                   "refsim.requirement.wire.registered-codes",
+                   f"unregistered error {body.get('error')} at {response.status}")
         return response
 
     def _suite(self, tenant: str, script: list[Any], *, source: bool, trials: int = 1) -> str:
@@ -198,8 +222,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     # -- tenants
 
     @rule(target=tenants, name=st.sampled_from(sorted(TENANTS)))
-    def known_tenant(self, name: str) -> str:
-        return name
+    def known_tenant(self, name: str) -> Any:
+        return name if name in self.keys else multiple()
 
     @rule(target=tenants, name=st.sampled_from(EXTRA_TENANTS))
     def add_tenant(self, name: str) -> Any:
@@ -211,8 +235,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if r.status == 404:
             note(f"the host has no tenant seam; {name} not added")
             return multiple()
-        expect(r.status == 201, S + "tenant-isolation", f"adding tenant {name}: {r.status}")
+        if r.status == 400 and self.sim is None:
+            note(f"{name} already exists on this long-lived host")  # an earlier example
+        else:
+            expect(r.status == 201, S + "tenant-isolation", f"adding tenant {name}: {r.status}")
         self.keys[name] = key
+        self._take_in_counters(name)
         self._count("tenant:add")
         note(f"added tenant {name}")
         return name
@@ -354,6 +382,14 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         source = self.model.runs[source_id]
         return self.replay(source.tenant, source_id, source.agent or RECORDER, variant, trials)
 
+    @rule(target=evals, source_id=runs, caller=tenants)
+    def replay_as_another_tenant(self, source_id: str, caller: str) -> Any:
+        """Tenant isolation: another tenant names this source on the source's own lane."""
+        source = self.model.runs[source_id]
+        if caller == source.tenant:
+            return multiple()
+        return self.replay(caller, source_id, source.agent or RECORDER, "same", 1)
+
     @rule(eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
     def erase_source_then_fork(self, eval_id: str, mode: str) -> None:
         """Security: once the source is erased, a fork of the eval run is refused."""
@@ -418,8 +454,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             "empty-map": eval_body("refsim-eval-two-tasks", {}),
         }
         r = self._checked(caller, self._session(caller).create(bodies[kind]))
+        requirement = {"live-shadow": S + "live-shadow-refused",
+                       "empty-map": S + "empty-map-refused",
+                       "suite-fixtures": S + "suite-fixtures-refused",
+                       }.get(kind, R + "fields-refused")
         expect(r.status == 400 and isinstance(r.json, dict)
-               and r.json.get("error") == "validation_error", R + "fields-refused",
+               and r.json.get("error") == "validation_error", requirement,
                f"{kind}: expected 400 validation_error, got {r.status} {r.json}")
         self._count("refusal:" + kind)
 
@@ -479,6 +519,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     @invariant()
     def live_state_agrees(self) -> None:
         """Fail-closed: only live runs moved the counter, exactly as the model did."""
+        type(self).steps_taken += 1
         for tenant, key in self.keys.items():
             session = Session(self.client, key)
             for name in WATCHED_KEYS:
@@ -515,11 +556,15 @@ def _rid(sim: SimHost, run_id: str) -> Any:
 
 
 def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
+                keys: dict[str, str] | None = None,
                 name: str = "RecordedFixturesMachine") -> type[RecordedFixturesMachine]:
-    """A machine class over hosts from `factory` (a fresh host per example)."""
+    """A machine class over hosts from `factory` (a fresh host per example, or one
+    long-lived host over HTTP); `keys` maps tenant labels to API keys."""
     return type(name, (RecordedFixturesMachine,), {
         "client_factory": staticmethod(factory), "extended": extended,
-        "branches": collections.Counter(), "steps_taken": 0})
+        "tenant_keys": dict(keys or TENANTS),
+        "branches": collections.Counter(), "requests_made": 0, "steps_taken": 0,
+        "examples_run": 0})
 
 
 def unreached(branches: collections.Counter[str]) -> list[str]:

@@ -6,6 +6,7 @@ Every input, however malformed, leaves as a response with a registered code.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,9 @@ from refsim.wire.response import Response
 PROTOCOL_VERSION = "2.0"
 MAX_BODY_BYTES = 1_048_576  # documented limit: larger bodies get 413 payload_too_large
 MAX_IDEMPOTENCY_KEY = 255
+MAX_JSON_DEPTH = 64
+_VERSION_RE = re.compile(r"([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.ASCII)
+_INT_RE = re.compile(r"-?[0-9]{1,12}", re.ASCII)
 SEAMS = ("eval-counter", "runs:erase", "runs:resolve", "eval-suites", "tenants")
 
 
@@ -55,6 +59,25 @@ def refusal_response(refusal: Refusal) -> Response:
     return _json_response(refusal.status, refusal.to_json(), extra)
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth, without recursion (a hostile body must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_JSON_DEPTH:
+            return level
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
 @attrs.define
 class Router:
     core: HostCore
@@ -77,7 +100,10 @@ class Router:
         headers = {str(k).lower(): str(v) for k, v in raw_headers.items()}
         if not isinstance(target, str) or not target.startswith("/"):
             return refusal_response(not_found("no such path on this host"))
-        parts = urlsplit(target)
+        try:
+            parts = urlsplit(target)
+        except ValueError:  # e.g. an unbalanced "[" read as an IPv6 authority
+            return refusal_response(not_found("no such path on this host"))
         request = Request(str(method).upper(), parts.path, parse_qs(parts.query), headers, body)
         version = self._check_version(headers.get("openwop-version"))
         if version is not None:
@@ -103,11 +129,10 @@ class Router:
     def _check_version(value: str | None) -> Refusal | None:
         if value is None:
             return None
-        major = value.strip().split(".", 1)[0]
-        if not major.isdigit() or not all(p.isdigit() for p in value.strip().split(".")) \
-                or value.strip().count(".") > 1:
+        match = _VERSION_RE.fullmatch(value.strip())
+        if match is None:
             return validation("OpenWOP-Version must be <major> or <major>.<minor>")
-        if int(major) != 2:
+        if int(match.group(1)) != 2:
             return Refusal(406, "protocol_version_unsupported",
                            "this host speaks OpenWOP major version 2 only")
         return None
@@ -169,11 +194,13 @@ class Router:
         if not request.body:
             return validation("a JSON object body is required")
         try:
-            doc = json.loads(request.body.decode("utf-8"))
+            doc = json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant)
         except (UnicodeDecodeError, ValueError, RecursionError):
-            return validation("the request body is not valid JSON")
+            return validation("the request body is not valid JSON (I-JSON: no NaN or Infinity)")
         if not isinstance(doc, dict):
             return validation("the request body must be a JSON object")
+        if _depth(doc) > MAX_JSON_DEPTH:
+            return validation(f"the request body nests deeper than {MAX_JSON_DEPTH} levels")
         return doc
 
     def _run_arg(self, caller: Owner, segment: str) -> RunRecord | Refusal:
@@ -317,7 +344,7 @@ class Router:
             by_id = {e.event_id: e.sequence for e in run.events}
             if last in by_id:
                 after = by_id[last]
-            elif last.lstrip("-").isdigit():
+            elif _INT_RE.fullmatch(last):
                 after = int(last)
             else:
                 return refusal_response(validation("Last-Event-ID names no event of this run"))
@@ -335,7 +362,7 @@ class Router:
         if not values:
             return default
         text = values[-1]
-        if not text.lstrip("-").isdigit() or len(text) > 12 or int(text) < -1:
+        if not _INT_RE.fullmatch(text) or int(text) < -1:
             return validation(f"query parameter {name} must be an integer >= -1")
         return int(text)
 
@@ -423,6 +450,17 @@ class Router:
         refusal = self._schema_refusal("suite-seam.schema.json", body)
         if refusal is not None:
             return refusal_response(refusal)
+        task_ids = [t["taskId"] for t in body["suite"]["tasks"]]
+        if len(set(task_ids)) != len(task_ids):
+            return refusal_response(validation("a suite's taskIds must be unique",
+                                               field="suite.tasks"))
+        for index, task in enumerate(body["suite"]["tasks"]):
+            task_input = task["input"]
+            if isinstance(task_input, dict) and "script" in task_input and \
+                    not schemas.is_valid("script.schema.json", task_input["script"]):
+                return refusal_response(validation(
+                    "a task's input.script is not a valid agent script",
+                    field=f"suite.tasks[{index}].input.script"))
         suite = Suite.parse(body["suite"])
         if not self.core.suites.register(caller.tenant, suite):
             return refusal_response(Refusal(409, "version_conflict",
@@ -435,9 +473,9 @@ class Router:
             return refusal_response(body)
         name, key, ws = body.get("name"), body.get("apiKey"), body.get("workspace")
         if set(body) - {"name", "apiKey", "workspace"} or not isinstance(name, str) \
-                or not TENANT_RE.match(name) or not isinstance(key, str) \
+                or not TENANT_RE.fullmatch(name) or not isinstance(key, str) \
                 or not 1 <= len(key) <= 256 or key != key.strip() or " " in key \
-                or (ws is not None and (not isinstance(ws, str) or not WORKSPACE_RE.match(ws))):
+                or (ws is not None and (not isinstance(ws, str) or not WORKSPACE_RE.fullmatch(ws))):
             return refusal_response(validation(
                 "a tenant is {name, apiKey, workspace?} with a v2 tenant id and a key "
                 "without spaces"))

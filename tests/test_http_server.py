@@ -1,0 +1,448 @@
+"""The HTTP face against the routes it serves: the same answers as in process, framed."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from refsim import SimHost
+from refsim import __version__ as refsim_version
+from refsim.cli_http import main as serve_main
+from refsim.cli_http import parse_tenant
+from refsim.domain.ids import project
+from refsim.wire.http import HostUnreachable, HttpClient, RefsimHTTPServer, background, parse_sse
+
+KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
+RECORDER = "conformance.eval:recorder"
+SOURCE = "conformance-eval-recorded-source"
+REPLAY = "conformance-eval-recorded-replay"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[SimHost, RefsimHTTPServer, HttpClient]]:
+    host = SimHost(seed=0)
+    with background(host) as server:
+        yield host, server, HttpClient(server.url)
+    assert server.handler_errors == []
+
+
+def eval_body(suite: str, fixture_runs: dict[str, str] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"mode": "eval", "evalSuiteRef": suite, "agentId": RECORDER}
+    if fixture_runs is not None:
+        body["fixtureRuns"] = fixture_runs
+    return body
+
+
+def create(client: HttpClient, body: dict[str, Any], key: str = KEY_A) -> str:
+    r = client.request("POST", "/runs", api_key=key, json=body)
+    assert r.status == 201, r.body
+    return str(r.json["runId"])
+
+
+def poll(client: HttpClient, run_id: str, key: str = KEY_A) -> dict[str, Any]:
+    r = client.request("GET", f"/runs/{project(run_id)}/events/poll", api_key=key)
+    assert r.status == 200, r.body
+    doc: dict[str, Any] = r.json
+    return doc
+
+
+# -- discovery and headers
+
+def test_discovery_etag_and_304_carry_the_protocol_version(served: Any) -> None:
+    _, _, client = served
+    first = client.request("GET", "/.well-known/openwop")
+    assert first.status == 200
+    assert first.header("OpenWOP-Version") == "2.0"
+    assert first.header("Content-Type") == "application/json"
+    etag = first.header("ETag")
+    assert etag and etag.startswith('"')
+    assert first.json["agents"]["evalSuite"]["recordedFixtures"] is True
+    again = client.request("GET", "/.well-known/openwop", headers={"If-None-Match": etag})
+    assert again.status == 304
+    assert again.header("OpenWOP-Version") == "2.0"
+    assert again.header("ETag") == etag
+    assert again.body == b""
+    stale = client.request("GET", "/.well-known/openwop", headers={"If-None-Match": '"x"'})
+    assert stale.status == 200 and stale.json == first.json
+
+
+def test_server_header_names_refsim(served: Any) -> None:
+    _, _, client = served
+    assert client.request("GET", "/.well-known/openwop").header("Server") == \
+        f"refsim/{refsim_version}"
+
+
+def test_unsupported_major_version_is_406(served: Any) -> None:
+    _, _, client = served
+    r = client.request("GET", "/.well-known/openwop", headers={"OpenWOP-Version": "3.0"})
+    assert r.status == 406
+    assert r.json["error"] == "protocol_version_unsupported"
+    assert r.header("OpenWOP-Version") == "2.0"
+
+
+def test_head_is_get_without_the_body(served: Any) -> None:
+    _, server, client = served
+    get = client.request("GET", "/.well-known/openwop")
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=5)
+    try:
+        conn.request("HEAD", "/.well-known/openwop")
+        r = conn.getresponse()
+        assert r.status == 200 and r.read() == b""
+        assert r.getheader("OpenWOP-Version") == "2.0"
+        assert r.getheader("ETag") == get.header("ETag")
+        assert r.getheader("Content-Length") == str(len(get.body))
+        conn.request("HEAD", "/runs/acme~2Frun-0000000000000000")
+        r = conn.getresponse()
+        assert r.status == 401 and r.read() == b""
+        # keep-alive still works after a HEAD: the next answer is framed correctly
+        conn.request("GET", "/.well-known/openwop")
+        r2 = conn.getresponse()
+        assert r2.status == 200 and json.loads(r2.read())["preferredVersion"] == "2.0"
+    finally:
+        conn.close()
+
+
+# -- runs
+
+def test_create_run_and_read_it_in_both_path_forms(served: Any) -> None:
+    host, _, client = served
+    r = client.request("POST", "/runs", api_key=KEY_A, json={"workflowId": "conformance-noop"})
+    assert r.status == 201
+    run_id = r.json["runId"]
+    assert r.header("Location") == r.json["statusUrl"] == "/runs/" + project(run_id)
+    assert r.header("OpenWOP-Version") == "2.0"
+    tilde = client.request("GET", "/runs/" + project(run_id), api_key=KEY_A)
+    percent = client.request("GET", "/runs/" + run_id.replace("/", "%2F"), api_key=KEY_A)
+    assert tilde.status == percent.status == 200
+    assert tilde.json == percent.json
+    assert tilde.json["runId"] == run_id and tilde.json["status"] == "completed"
+    in_process = host.request("GET", "/runs/" + project(run_id), api_key=KEY_A)
+    assert tilde.body == in_process.body
+    etag = tilde.header("ETag")
+    cached = client.request("GET", "/runs/" + project(run_id), api_key=KEY_A,
+                            headers={"If-None-Match": etag})
+    assert cached.status == 304 and cached.header("OpenWOP-Version") == "2.0"
+
+
+def test_events_poll_matches_the_host(served: Any) -> None:
+    host, _, client = served
+    run_id = create(client, eval_body(SOURCE))
+    page = poll(client, run_id)
+    assert page["isTerminal"] is True and page["status"] == "completed"
+    seqs = [e["sequence"] for e in page["events"]]
+    assert seqs == list(range(len(seqs))) and page["lastSequence"] == seqs[-1]
+    run = next(r for r in host.core.runs.values() if r.run_id.bound == run_id)
+    assert page["events"] == [e.to_json() for e in run.events]
+    after = client.request("GET", f"/runs/{project(run_id)}/events/poll?afterSequence=3",
+                           api_key=KEY_A).json
+    assert [e["sequence"] for e in after["events"]] == seqs[4:]
+
+
+def test_sse_frames_and_last_event_id_resume(served: Any) -> None:
+    _, _, client = served
+    run_id = create(client, eval_body(SOURCE))
+    events = poll(client, run_id)["events"]
+    r = client.request("GET", f"/runs/{project(run_id)}/events", api_key=KEY_A)
+    assert r.status == 200
+    assert r.header("Content-Type") == "text/event-stream"
+    assert r.header("Connection") == "close"
+    assert r.header("OpenWOP-Version") == "2.0"
+    frames = parse_sse(r.text)
+    assert [f.id for f in frames] == [e["eventId"] for e in events]
+    assert [f.event for f in frames] == [e["type"] for e in events]
+    assert [f.json() for f in frames] == events
+    assert frames[0].event == "run.started" and frames[-1].event == "run.completed"
+    assert "eval.started" in [f.event for f in frames]
+    k = 3
+    resumed = client.request("GET", f"/runs/{project(run_id)}/events", api_key=KEY_A,
+                             headers={"Last-Event-ID": events[k]["eventId"]})
+    assert [f.json() for f in parse_sse(resumed.text)] == events[k + 1:]
+    by_seq = client.request("GET", f"/runs/{project(run_id)}/events", api_key=KEY_A,
+                            headers={"Last-Event-ID": str(k)})
+    assert [f.json() for f in parse_sse(by_seq.text)] == events[k + 1:]
+    bad = client.request("GET", f"/runs/{project(run_id)}/events", api_key=KEY_A,
+                         headers={"Last-Event-ID": "no-such-event"})
+    assert bad.status == 400 and bad.json["error"] == "validation_error"
+
+
+def _open_stream(server: RefsimHTTPServer, run_id: str, headers: dict[str, str] | None = None
+                 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    conn.request("GET", f"/runs/{project(run_id)}/events", headers={
+        "Accept": "text/event-stream", "Authorization": f"Bearer {KEY_A}", **(headers or {})})
+    response = conn.getresponse()
+    assert response.status == 200
+    return conn, response
+
+
+def _read_frames_until(response: http.client.HTTPResponse, stop: str | None
+                       ) -> list[dict[str, Any]]:
+    """Read frames until one of type `stop` (or end of stream when stop is None)."""
+    out: list[dict[str, Any]] = []
+    block: list[str] = []
+    while True:
+        line = response.readline()
+        if not line:
+            return out
+        text = line.decode("utf-8").rstrip("\r\n")
+        if text:
+            block.append(text)
+            continue
+        for frame in parse_sse("\n".join(block)):
+            out.append(frame.json())
+        block = []
+        if stop is not None and out and out[-1]["type"] == stop:
+            return out
+
+
+def test_live_sse_follows_a_waiting_run_until_it_is_cancelled(served: Any) -> None:
+    _, server, client = served
+    run_id = create(client, {"workflowId": "conformance-wait-input"})
+    conn, response = _open_stream(server, run_id)
+    try:
+        assert response.getheader("Connection") == "close"
+        first = _read_frames_until(response, "run.started")
+        assert [e["type"] for e in first] == ["run.started"]
+        started = time.monotonic()
+        threading.Timer(0.3, lambda: client.request(
+            "POST", f"/runs/{project(run_id)}/cancel", api_key=KEY_A)).start()
+        rest = _read_frames_until(response, None)  # the server ends the stream when terminal
+        assert [e["type"] for e in rest] == ["run.cancelled"]
+        assert rest[0]["sequence"] == first[-1]["sequence"] + 1
+        assert time.monotonic() - started < 5
+    finally:
+        conn.close()
+
+
+def test_live_sse_resumes_after_last_event_id_and_sees_the_seam_resolve(served: Any) -> None:
+    _, server, client = served
+    run_id = create(client, {"workflowId": "conformance-wait-input"})
+    events = poll(client, run_id)["events"]
+    conn, response = _open_stream(server, run_id, {"Last-Event-ID": events[-1]["eventId"]})
+    try:
+        threading.Timer(0.2, lambda: client.request(
+            "POST", f"/conformance/seams/runs/{project(run_id)}:resolve", api_key=KEY_A)).start()
+        rest = _read_frames_until(response, None)
+        assert [e["type"] for e in rest] == ["run.completed"]
+    finally:
+        conn.close()
+
+
+def test_live_sse_is_bounded() -> None:
+    host = SimHost(seed=0)
+    with background(host, sse_max_seconds=0.5) as server:
+        client = HttpClient(server.url)
+        run_id = create(client, {"workflowId": "conformance-wait-input"})
+        conn, response = _open_stream(server, run_id)
+        try:
+            started = time.monotonic()
+            frames = _read_frames_until(response, None)
+            assert [e["type"] for e in frames] == ["run.started"]
+            assert 0.4 < time.monotonic() - started < 5
+        finally:
+            conn.close()
+        # the server is fine afterwards, and the run still waits
+        assert poll(client, run_id)["status"] == "waiting-input"
+
+
+def test_a_client_that_hangs_up_ends_its_live_stream(served: Any) -> None:
+    _, server, client = served
+    run_id = create(client, {"workflowId": "conformance-wait-input"})
+    conn, response = _open_stream(server, run_id)
+    _read_frames_until(response, "run.started")
+    assert server.open_connections >= 1
+    conn.close()
+    response.close()
+    deadline = time.monotonic() + 5
+    while server.open_connections and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.open_connections == 0  # well before the 30 s bound
+
+
+def test_client_without_event_stream_accept_gets_the_events_so_far(served: Any) -> None:
+    _, _, client = served
+    run_id = create(client, {"workflowId": "conformance-wait-input"})
+    started = time.monotonic()
+    r = client.request("GET", f"/runs/{project(run_id)}/events", api_key=KEY_A)
+    assert time.monotonic() - started < 2
+    assert [f.event for f in parse_sse(r.text)] == ["run.started"]
+
+
+def test_shutdown_ends_a_live_stream() -> None:
+    host = SimHost(seed=0)
+    with background(host) as server:
+        client = HttpClient(server.url)
+        run_id = create(client, {"workflowId": "conformance-wait-input"})
+        conn, response = _open_stream(server, run_id)
+        _read_frames_until(response, "run.started")
+        started = time.monotonic()
+    try:
+        assert _read_frames_until(response, None) == []
+        assert time.monotonic() - started < 5
+    finally:
+        conn.close()
+
+
+def test_eval_summary_replay_and_fork(served: Any) -> None:
+    host, _, client = served
+    source = create(client, eval_body(SOURCE))
+    replay = create(client, eval_body(REPLAY, {"record": source}))
+    summary = client.request("GET", f"/runs/{project(replay)}/eval-summary", api_key=KEY_A)
+    assert summary.status == 200
+    assert summary.json["passed"] is True
+    assert summary.json["tasks"][0]["fixtureMissCount"] == 0
+    assert summary.body == host.request("GET", f"/runs/{project(replay)}/eval-summary",
+                                        api_key=KEY_A).body
+    started = [e for e in poll(client, replay)["events"] if e["type"] == "eval.started"]
+    assert started[0]["payload"]["fixtureRuns"] == {"record": source}
+    for mode in ("replay", "branch"):
+        fork = client.request("POST", f"/runs/{project(replay)}:fork", api_key=KEY_A,
+                              json={"mode": mode})
+        assert fork.status == 201, fork.body
+        assert fork.json["sourceRunId"] == replay and fork.json["mode"] == mode
+        assert poll(client, fork.json["runId"])["isTerminal"] is True
+    not_eval = create(client, {"workflowId": "conformance-noop"})
+    r = client.request("GET", f"/runs/{project(not_eval)}/eval-summary", api_key=KEY_A)
+    assert r.status == 404 and r.json["error"] == "not_found"
+
+
+def test_cancel_then_cancel_again_is_run_terminal(served: Any) -> None:
+    _, _, client = served
+    run_id = create(client, {"workflowId": "conformance-wait-input"})
+    assert poll(client, run_id)["status"] == "waiting-input"
+    first = client.request("POST", f"/runs/{project(run_id)}/cancel", api_key=KEY_A, json={})
+    assert first.status == 200 and first.json == {"runId": run_id, "status": "cancelled"}
+    again = client.request("POST", f"/runs/{project(run_id)}/cancel", api_key=KEY_A)
+    assert again.status == 409 and again.json["error"] == "run_terminal"
+    assert poll(client, run_id)["events"][-1]["type"] == "run.cancelled"
+
+
+def test_conformance_seams(served: Any) -> None:
+    _, _, client = served
+    counter = "/conformance/seams/eval-counter?key=recorded-fixtures"
+    assert client.request("GET", counter, api_key=KEY_A).json["count"] == 0
+    source = create(client, eval_body(SOURCE))
+    assert client.request("GET", counter, api_key=KEY_A).json["count"] == 1
+    assert client.request("GET", counter, api_key=KEY_B).json["count"] == 0  # per tenant
+    # tenants seam, then the new tenant can call
+    r = client.request("POST", "/conformance/seams/tenants", api_key=KEY_A, json={
+        "name": "initech", "apiKey": "hk_test_initech"})
+    assert r.status == 201
+    assert client.request("GET", counter, api_key="hk_test_initech").status == 200
+    # eval-suites seam: a tenant's own suite, then an eval run on it
+    suite = json.loads((ROOT / "specs/fixtures/refsim-eval-two-tasks.json").read_text())
+    suite["suiteId"] = "acme.sim.evals.http-copy"
+    r = client.request("POST", "/conformance/seams/eval-suites", api_key=KEY_A,
+                       json={"suite": suite})
+    assert r.status == 201, r.body
+    run = create(client, {"mode": "eval", "evalSuiteRef": "acme.sim.evals.http-copy",
+                          "agentId": RECORDER})
+    assert poll(client, run)["isTerminal"] is True
+    # resolve seam on a waiting run
+    waiting = create(client, {"workflowId": "conformance-wait-input"})
+    r = client.request("POST", f"/conformance/seams/runs/{project(waiting)}:resolve",
+                       api_key=KEY_A)
+    assert r.status == 200 and r.json["status"] == "completed"
+    # erase seam: the source is no longer usable afterwards
+    r = client.request("POST", f"/conformance/seams/runs/{project(source)}:erase",
+                       api_key=KEY_A)
+    assert r.status == 200 and r.json["erased"] is True
+    refused = client.request("POST", "/runs", api_key=KEY_A,
+                             json=eval_body(REPLAY, {"record": source}))
+    assert refused.status == 400 and refused.json["error"] == "validation_error"
+
+
+def test_idempotency_key_replays_the_same_run(served: Any) -> None:
+    host, _, client = served
+    body = {"workflowId": "conformance-noop"}
+    first = client.request("POST", "/runs", api_key=KEY_A, json=body,
+                           headers={"Idempotency-Key": "k-0252"})
+    again = client.request("POST", "/runs", api_key=KEY_A, json=body,
+                           headers={"Idempotency-Key": "k-0252"})
+    assert first.status == again.status == 201
+    assert again.json["runId"] == first.json["runId"]
+    assert again.header("OpenWOP-Idempotent-Replay") == "true"
+    assert first.header("OpenWOP-Idempotent-Replay") is None
+    assert len(host.core.runs) == 1
+    other = client.request("POST", "/runs", api_key=KEY_A, json={"workflowId": "conformance-noop",
+                                                                   "tags": ["x"]},
+                           headers={"Idempotency-Key": "k-0252"})
+    assert other.status == 409 and other.json["error"] == "idempotency_key_mismatch"
+
+
+# -- the client's own contract
+
+def test_http_client_name_and_unreachable_host() -> None:
+    host = SimHost()
+    with background(host) as server:
+        url = server.url
+        assert HttpClient(url).name == url
+    with pytest.raises(HostUnreachable) as caught:
+        HttpClient(url, timeout=2).request("GET", "/.well-known/openwop")
+    message = str(caught.value)
+    assert url in message and "\n" not in message
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(ValueError):
+        HttpClient("ftp://example.invalid")
+
+
+# -- refsim serve
+
+def test_parse_tenant() -> None:
+    assert parse_tenant("initech:hk_test_initech").name == "initech"
+    assert parse_tenant("anon:guest:k1").name == "anon:guest"
+    assert parse_tenant("a:b:c").api_key == "b:c"
+    for bad in ("initech", "initech:", ":key", "bad/name:key", "ok:has space"):
+        with pytest.raises(ValueError):
+            parse_tenant(bad)
+
+
+def test_serve_rejects_a_malformed_tenant(capsys: pytest.CaptureFixture[str]) -> None:
+    assert serve_main(["serve", "--port", "0", "--tenant", "no-colon"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("refsim: --tenant") and "\n" not in err
+    assert serve_main(["serve", "--port", "0", "--tenant", "evil:hk_test_acme"]) == 2
+    assert "already belongs" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+def test_serve_command_runs_until_interrupted() -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "refsim.cli_http", "serve", "--port", "0",
+         "--tenant", "initech:hk_test_initech", "--profile", "no-counter-seam", "--seed", "7"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        assert "refsim:no-counter-seam" in banner
+        url = banner.split(" at ")[1].strip()
+        tenants = [proc.stdout.readline() for _ in range(3)]
+        assert any("initech" in t and "hk_test_initech" in t for t in tenants)
+        client = HttpClient(url)
+        r = client.request("GET", "/conformance/seams/eval-counter?key=k",
+                           api_key="hk_test_initech")
+        assert r.status == 404  # the profile has no counter seam
+        assert client.request("POST", "/runs", api_key="hk_test_initech",
+                              json={"workflowId": "conformance-noop"}).status == 201
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert err == ""
+    assert out.strip().splitlines()[-1] == "refsim: stopped serving"

@@ -1,0 +1,62 @@
+"""The kill matrix: the checker kills every faulty host; the machine alone kills the
+uniformity, fail-closed, isolation and erasure ones with short counterexamples."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from refsim.check.mutants import judge_mutant, kill_matrix, print_matrix, write_json
+from refsim.check.zoo import ZOO, mutant
+
+from .machine_runs import against
+
+
+def test_the_zoo_has_at_least_fifteen_documented_faulty_hosts() -> None:
+    assert len(ZOO) >= 15
+    assert len({m.name for m in ZOO}) == len(ZOO)
+    for m in ZOO:
+        assert "§" in m.breaks or "Security" in m.breaks, m.name
+
+
+@pytest.mark.parametrize("faulty", ZOO, ids=lambda m: m.name)
+def test_the_checker_kills_each_faulty_host(faulty: object) -> None:
+    kill = judge_mutant(faulty, machine_examples=0, machine_steps=0)  # type: ignore[arg-type]
+    assert kill.killed, f"{kill.mutant.name} survives the checker"
+
+
+@pytest.mark.parametrize(("name", "requirement"), [
+    ("words-non-terminal-differently", "refsim.requirement.0252.source-uniform-body"),
+    ("serves-miss-live", "refsim.requirement.0252.fail-closed-miss"),
+    ("accepts-foreign-source", "openwop.requirement.0252.source-refused"),
+    ("keeps-copy-after-erasure", "refsim.requirement.0252.copy-erased-with-source"),
+])
+def test_the_machine_alone_kills_the_critical_faulty_hosts(name: str, requirement: str) -> None:
+    result = against(name)
+    assert not result.passed, f"the machine found nothing wrong with {name}"
+    assert result.requirement_id == requirement
+    assert result.steps <= 8, "\n".join(result.program)
+
+
+def test_the_matrix_report_and_json(tmp_path: Path) -> None:
+    chosen = [mutant("echoes-id"), mutant("omits-echo")]
+    kills = kill_matrix(chosen, machine_examples=0)
+    out = io.StringIO()
+    assert print_matrix(kills, out) == 0
+    assert "2/2 faulty hosts killed" in out.getvalue()
+    path = tmp_path / "kills.json"
+    write_json(kills, path)
+    doc = json.loads(path.read_text())
+    assert [m["mutant"] for m in doc["mutants"]] == ["echoes-id", "omits-echo"]
+    assert all(m["killed"] and m["checker"] for m in doc["mutants"])
+
+
+def test_a_surviving_mutant_fails_the_matrix() -> None:
+    from refsim.check.mutants import Kill
+    survivor = Kill(mutant("echoes-id"), (), None)
+    out = io.StringIO()
+    assert print_matrix([survivor], out) == 1
+    assert "survivors: echoes-id" in out.getvalue()

@@ -1,0 +1,62 @@
+"""The stateful machine on the real host, its report, and a shrunk counterexample pasted back."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from refsim import SimHost
+from refsim.check.zoo import mutant
+from refsim.testing.fuzz import report, run_machine
+from refsim.testing.stateful import CRITICAL, RecordedFixturesMachine, machine_for, unreached
+
+from .machine_runs import against
+
+TestRecordedFixtures = machine_for(lambda: SimHost(seed=0)).TestCase
+TestRecordedFixtures.settings = settings(max_examples=60, stateful_step_count=25, deadline=None,
+                                         database=None,
+                                         suppress_health_check=list(HealthCheck))
+
+
+def test_the_machine_passes_on_the_reference_host_and_reaches_every_critical_branch() -> None:
+    result = run_machine(lambda: SimHost(seed=0), max_examples=150, steps=30, seed_value=1)
+    assert result.passed, result.message
+    assert unreached(result.machine.branches) == []
+    out = io.StringIO()
+    assert report(result, out) == 0
+    text = out.getvalue()
+    assert text.startswith("passed: ")
+    for branch in CRITICAL:
+        assert branch in text
+
+
+def test_a_counterexample_names_its_requirement_and_prints_a_short_program() -> None:
+    result = against("words-non-terminal-differently")
+    assert not result.passed
+    assert result.requirement_id == "refsim.requirement.0252.source-uniform-body"
+    assert 1 <= result.steps <= 8
+    out = io.StringIO()
+    assert report(result, out) == 1
+    text = out.getvalue()
+    assert "COUNTEREXAMPLE for refsim.requirement.0252.source-uniform-body" in text
+    assert "state = RecordedFixturesMachine()" in text
+    assert "record_waiting_run" in text  # the non-terminal run whose refusal reads differently
+
+
+def test_the_printed_program_is_valid_python_that_reproduces_on_the_faulty_host() -> None:
+    broken = mutant("serves-miss-live")
+    result = against("serves-miss-live")
+    assert not result.passed
+    machine = machine_for(lambda: SimHost(seed=0, components=broken.components()))
+    program = "\n".join(line for line in result.program if "teardown" not in line)
+    namespace = {"RecordedFixturesMachine": machine}
+    with pytest.raises(AssertionError, match=r"fail-closed-miss"):
+        exec(compile(program, "<counterexample>", "exec"), namespace)
+
+
+def test_the_default_machine_class_drives_a_fresh_seeded_host() -> None:
+    machine = RecordedFixturesMachine()
+    assert isinstance(machine.client, SimHost)
+    assert machine.sim is machine.client
