@@ -1,0 +1,99 @@
+"""`refsim check` and friends as a user runs them: exit codes, reports, gating, --assume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from refsim import SimHost
+from refsim.check.findings import Disposition
+from refsim.check.scenario import HOST_LEGS, LEGS, SCENARIO_ROW, ScenarioConfig, run_scenario
+from refsim.cli import main
+from refsim.domain.profile import profile_named
+
+
+def test_check_exits_zero_and_its_json_report_holds_every_row(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    report, junit = tmp_path / "report.json", tmp_path / "report.xml"
+    assert main(["check", "--json", str(report), "--junit", str(junit)]) == 0
+    printed = capsys.readouterr().out
+    assert "executed-pass openwop.requirement.0252.source-uniform" in printed
+    doc = json.loads(report.read_text())
+    rows = doc["results"]["requirements"]
+    assert all(r["requirementId"] for r in rows)
+    assert all(r["disposition"] == "executed-pass" for r in rows)
+    by_id = {r["requirementId"]: r for r in rows if r["checkId"] == r["requirementId"]}
+    for leg in LEGS:
+        assert by_id[leg]["disposition"] == "executed-pass" and by_id[leg]["assertionCount"] > 0
+    checks = {r["checkId"] for r in rows}
+    assert {f"rfc-0252.example-{n}" for n in range(1, 7)} <= checks
+    assert "eval-fixture-run-tenant-scoped" in checks
+    assert "signature" not in doc and doc["results"]["totals"]["executedFail"] == 0
+    assert junit.read_text().startswith("<?xml")
+
+
+def test_a_prefix_narrows_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "0252.source-uniform"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("executed")]
+    assert lines and all("source-uniform" in ln for ln in lines)
+
+
+def test_an_unknown_prefix_or_assumption_is_a_usage_error(capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    assert main(["check", "no-such-requirement"]) == 2
+    assert main(["check", "--assume", "no-such-point=x"]) == 2
+    assert main(["check", "--assume", "merge-suite-fixtures=sometimes"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown assumption 'no-such-point'" in err
+    assert "choose one of refuse, merge" in err
+
+
+def test_a_host_without_recorded_fixtures_makes_the_scenario_inapplicable() -> None:
+    rows = run_scenario(SimHost(profile=profile_named("no-recorded-fixtures")),
+                        ScenarioConfig("hk_test_acme", "hk_test_globex"))
+    host_rows = [r for r in rows if r.requirement_id in (*HOST_LEGS, SCENARIO_ROW)]
+    assert host_rows and all(r.disposition is Disposition.INAPPLICABLE for r in host_rows)
+    assert all("recordedFixtures" in r.detail for r in host_rows)
+    shape = next(r for r in rows if r.requirement_id.endswith(".shape"))
+    assert shape.passed  # server-free, it runs whatever the host advertises
+
+
+def test_conformance_exit_code_is_two_when_a_leg_is_blocked(capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    assert main(["conformance", "--profile", "no-counter-seam"]) == 2
+    assert "blocked" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("reading", "changed"), [
+    ("merge-suite-fixtures=merge", "openwop.requirement.0252.fields-refused"),
+    ("uniform-refusal-body=status-and-code-only", "refsim.requirement.0252.source-uniform-body"),
+    ("delegate-calls-derived=included", "refsim.example.0252.delegate-calls-excluded"),
+    ("gone-copy-code=run_expired", "refsim.example.0252.fork-after-erase"),
+    ("fixture-errors=not-advertised", "refsim.example.0252.failed-call-with-fixture-errors"),
+    ("default-on-miss=live", "refsim.example.0252.default-on-miss-fails-closed"),
+])
+def test_assume_reports_which_checks_change_and_why(reading: str, changed: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--assume", reading]) == 1
+    out = capsys.readouterr().out
+    explained = out[out.index("Assuming " + reading):]
+    assert f"{changed} " in explained and "executed-pass -> executed-fail" in explained
+    assert "because " in explained
+
+
+def test_assume_with_the_default_reading_changes_nothing(capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    assert main(["check", "--assume", "merge-suite-fixtures=refuse"]) == 0
+    assert "No check changes under this reading." in capsys.readouterr().out
+
+
+def test_list_prints_every_requirement_without_running(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for leg in LEGS:
+        assert leg in out
+    assert "R10" in out and "eval-fixture-run-tenant-scoped" in out
