@@ -16,6 +16,7 @@ from refsim import HostProfile, SimHost, paths
 from refsim.check.findings import Disposition, Finding
 from refsim.check.invariants import CHECKS, Invariant, load_invariants, run_invariants
 from refsim.check.session import REPLAY, SOURCE, Session, eval_body
+from refsim.check.zoo import OmitsEcho, ServesMissLive
 from refsim.domain.core import (
     Components,
     Echo,
@@ -216,19 +217,6 @@ class ProjectsEcho(Echo):
             payload["fixtureRuns"] = {k: project(v) for k, v in fixture_runs.items()}
 
 
-class OmitsEcho(Echo):
-    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
-        return None
-
-
-class ServesMissesLive(MissPolicy):
-    """§D: a miss reaches the live tool and is not counted."""
-
-    def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
-                on_miss: str) -> tuple[ToolResult, bool]:
-        return core.gateway.call(tenant, tool, args), False
-
-
 class ForgetsMisses(MissPolicy):
     """§D/§E: fails the call closed but never counts the miss."""
 
@@ -320,7 +308,7 @@ SABOTAGE: list[tuple[str, str, Callable[[], SimHost], str]] = [
     ("check_tenant_scoped", "accepts-foreign", _with(sources=AcceptsForeignSource()),
      "tenant B's completed source: expected 400 validation_error, got 201"),
     ("check_summary_content_free", "leaks-entries", _leaky, "carries content keys"),
-    ("check_fail_closed", "serves-live", _with(misses=ServesMissesLive()),
+    ("check_fail_closed", "serves-live", _with(misses=ServesMissLive()),
      "the live counter moved"),
     ("check_fail_closed", "forgets-misses", _with(misses=ForgetsMisses()),
      "fixtureMissCount is 0, expected 1"),
@@ -364,7 +352,7 @@ def test_every_check_has_a_sabotage() -> None:
 
 
 def test_a_broken_host_fails_its_row_and_only_the_rows_it_breaks() -> None:
-    rows = {r.check_id: r for r in run_invariants(_with(misses=ServesMissesLive()))}
+    rows = {r.check_id: r for r in run_invariants(_with(misses=ServesMissLive()))}
     assert not rows["eval-fixture-replay-fail-closed"].passed
     assert rows["eval-fixture-run-tenant-scoped"].passed
     assert rows["eval-fixture-no-egress-credential"].passed

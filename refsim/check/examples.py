@@ -21,7 +21,7 @@ A row:
     ``rfc-0252.example-N`` (``source: rfc``) or ``refsim.example.0252.<slug>``
     (``source: refsim``).
 ``source``, ``requirement_id``, ``title``
-    ``requirement_id`` is one of `REQUIREMENT_IDS`.
+    ``requirement_id`` is an id of the registry, specs/requirements.yaml.
 ``profile``
     a host profile (``refsim.domain.profile.PROFILES``); default ``reference``.
 ``setup``
@@ -109,6 +109,7 @@ import yaml
 from refsim import paths, schemas
 from refsim.check import judges
 from refsim.check.findings import Finding, Row, check, fail
+from refsim.check.registry import load_registry
 from refsim.check.session import Session, eval_body, run_path
 from refsim.domain.agents import RECORDER
 from refsim.domain.canonical import canonical
@@ -121,22 +122,6 @@ from refsim.wire.response import Response
 SCENARIO = "rfc-0252-examples"
 DEFAULT_DIRECTORY = paths.SPECS / "examples"
 DEFAULT_TENANTS: Mapping[str, str] = {"acme": "hk_test_acme", "globex": "hk_test_globex"}
-
-_P, _R = "openwop.requirement.0252.", "refsim.requirement.0252."
-REQUIREMENT_IDS: frozenset[str] = frozenset(
-    [_P + leg for leg in ("shape", "source-replayed", "drift-fails-closed", "source-refused",
-                          "source-uniform", "fields-refused")]
-    + [_R + name for name in (
-        "facet-implies-matching", "non-advertising-refuses", "refused-before-start",
-        "empty-map-refused", "live-shadow-refused", "suite-fixtures-refused",
-        "usable-source-accepted", "source-uniform-body", "no-echo", "non-terminal-refused",
-        "not-held-refused", "failed-call-needs-fixture-errors", "content-free-lane-usable",
-        "derive-agent-calls-only", "derive-sequence-order", "derive-exact-args",
-        "derive-error-entries", "fail-closed-miss", "per-trial-reset", "no-egress-credential",
-        "derived-never-on-wire", "summary-content-free", "echo-verbatim", "fork-no-reresolve",
-        "miss-count-reported", "copy-erased-with-source", "gone-copy-refused",
-        "tenant-isolation")]
-    + ["refsim.requirement.0251.baseline-uniform", "refsim.requirement.0251.eval-modes-subset"])
 
 ID_RE = {"rfc": re.compile(r"^rfc-0252\.example-[1-9][0-9]*$"),
          "refsim": re.compile(r"^refsim\.example\.0252\.[a-z0-9][a-z0-9-]*$")}
@@ -332,9 +317,9 @@ class _RowParser:
             raise _Invalid(f"id {row_id!r} does not follow the {source} form "
                            f"{ID_RE[source].pattern}")
         requirement = self._text(raw, "requirement_id")
-        if requirement not in REQUIREMENT_IDS:
-            raise _Invalid(f"requirement_id {requirement!r} is not one of the known ids "
-                           "(refsim.check.examples.REQUIREMENT_IDS)")
+        if requirement not in load_registry().ids:
+            raise _Invalid(f"requirement_id {requirement!r} is not in the requirement "
+                           "registry (specs/requirements.yaml)")
         title = self._text(raw, "title")
         profile = raw.get("profile", "reference")
         if not isinstance(profile, str) or profile not in PROFILES:

@@ -33,7 +33,7 @@ from refsim.domain.recorded import (
     Deriver,
     SourcePolicy,
 )
-from refsim.domain.refusals import Refusal, validation
+from refsim.domain.refusals import Refusal, not_found, tenant_mismatch, validation
 from refsim.domain.runs import RunRecord
 from refsim.domain.suites import Task
 from refsim.domain.tools import ToolResult
@@ -64,19 +64,14 @@ class _EchoesId(RequestRules):
         return validation(f"fixtureRuns names a source run that cannot be used: {value}")
 
 
-class _Foreign403(RequestRules):
-    def unusable_source(self, value: Any, kind: str) -> Refusal:
-        if kind == FOREIGN:
-            return Refusal(403, "id_tenant_mismatch",
-                           "the id's tenant segment is not the caller's tenant")
-        return super().unusable_source(value, kind)
+def _foreign_refused_as(refusal: Refusal) -> type[RequestRules]:
+    """Rules that refuse another tenant's source with their own status and code."""
 
+    class ForeignRefusedApart(RequestRules):
+        def unusable_source(self, value: Any, kind: str) -> Refusal:
+            return refusal if kind == FOREIGN else super().unusable_source(value, kind)
 
-class _Foreign404(RequestRules):
-    def unusable_source(self, value: Any, kind: str) -> Refusal:
-        if kind == FOREIGN:
-            return Refusal(404, "not_found", "no run of that id is visible to the caller")
-        return super().unusable_source(value, kind)
+    return ForeignRefusedApart
 
 
 class _WordsNonTerminalDifferently(RequestRules):
@@ -133,7 +128,7 @@ class _AcceptsFailedCalls(SourcePolicy):
         return found
 
 
-class _ServesMissLive(MissPolicy):
+class ServesMissLive(MissPolicy):
     def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
                 on_miss: str) -> tuple[ToolResult, bool]:
         return core.gateway.call(tenant, tool, args), False
@@ -166,7 +161,7 @@ class _KeepsCopies(CopyStore):
         return self.count_for(source)
 
 
-class _OmitsEcho(Echo):
+class OmitsEcho(Echo):
     def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
         return None
 
@@ -231,15 +226,15 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("echoes-id", "§C: the refusal MUST NOT echo the supplied id",
            _swap(rules=_EchoesId)),
     Mutant("foreign-403", "§C: another tenant's run is refused like no run (not 403)",
-           _swap(rules=_Foreign403)),
+           _swap(rules=_foreign_refused_as(tenant_mismatch()))),
     Mutant("foreign-404", "§C: another tenant's run is refused like no run (not 404)",
-           _swap(rules=_Foreign404)),
+           _swap(rules=_foreign_refused_as(not_found()))),
     Mutant("accepts-foreign-source", "§C: a usable source is readable by the caller's owner",
            _swap(sources=_AcceptsForeign)),
     Mutant("accepts-non-terminal", "§C: a usable source is a terminal run",
            _swap(sources=_AcceptsNonTerminal)),
     Mutant("serves-miss-live", "§D/Security: the task runs onMiss fail; a miss reaches no "
-           "live tool", _swap(misses=_ServesMissLive)),
+           "live tool", _swap(misses=ServesMissLive)),
     Mutant("merges-suite-fixtures", "§B: a task with suite toolResponses/onMiss is refused "
            "(the two sources are never merged)",
            _swap(rules=MergingRules, planner=MergingPlanner)),
@@ -252,7 +247,7 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("keeps-copy-after-erasure", "Security: the derived copy is erased with its "
            "source", lambda: Components(copies=_KeepsCopies)),
     Mutant("omits-echo", "§E: eval.started MUST carry fixtureRuns when the request did",
-           _swap(echo=_OmitsEcho)),
+           _swap(echo=OmitsEcho)),
     Mutant("accepts-live-shadow", "§B: live-shadow among the modes is refused",
            _swap(rules=_AcceptsLiveShadow)),
     Mutant("accepts-without-mode", "§B: fixtureRuns without mode eval is refused",
