@@ -55,7 +55,9 @@ def completed_run_of_the_agent(host: SimHost, key: str = KEY_A) -> str:
         "workflowId": "conformance-agent-call",
         "inputs": {"agentId": RECORDER, "script": REFUND_SCRIPT}})
     assert r.status == 201, r.body
-    assert r.json["status"] == "completed"
+    assert r.json["status"] == "running"  # as accepted; it finished inside the POST
+    snapshot = host.request("GET", r.json["statusUrl"], api_key=key)
+    assert snapshot.json["status"] == "completed"
     return str(r.json["runId"])
 
 

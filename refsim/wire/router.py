@@ -29,6 +29,8 @@ PROTOCOL_VERSION = "2.0"
 MAX_BODY_BYTES = 1_048_576  # documented limit: larger bodies get 413 payload_too_large
 MAX_IDEMPOTENCY_KEY = 255
 MAX_JSON_DEPTH = 64
+CREATED_STATUSES = frozenset({"pending", "running", "waiting-approval", "waiting-input",
+                              "waiting-external"})
 _VERSION_RE = re.compile(r"([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.ASCII)
 _INT_RE = re.compile(r"-?[0-9]{1,12}", re.ASCII)
 SEAMS = ("eval-counter", "runs:erase", "runs:resolve", "eval-suites", "tenants")
@@ -57,6 +59,14 @@ def refusal_response(refusal: Refusal) -> Response:
     refusal = checked(refusal)
     extra = {"Retry-After": "1"} if refusal.code == "rate_limited" else None
     return _json_response(refusal.status, refusal.to_json(), extra)
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    """If-None-Match: a list of tags, weak or strong (weak comparison), or `*`."""
+    if header is None:
+        return False
+    tags = [t.strip() for t in header.split(",")]
+    return "*" in tags or etag in (t.removeprefix("W/") for t in tags)
 
 
 def _reject_constant(name: str) -> Any:
@@ -236,7 +246,11 @@ class Router:
         link = "/runs/" + run.run_id.projected
         body: dict[str, Any] = {"runId": run.run_id.bound}
         body.update(extra or {})
-        body.update({"status": run.status, "eventsUrl": link + "/events", "statusUrl": link})
+        # The 201 body names the status the run was accepted in, one of the active ones
+        # (a closed enum in createRun's response); refsim runs to the end inside the POST,
+        # so a finished run answers "running" and GET statusUrl tells the rest.
+        status = run.status if run.status in CREATED_STATUSES else "running"
+        body.update({"status": status, "eventsUrl": link + "/events", "statusUrl": link})
         return _json_response(201, body, {"Location": link})
 
     # -- handlers
@@ -244,7 +258,7 @@ class Router:
     def _discovery(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
         doc = self.discovery_document()
         etag = '"' + sha256_hex(doc)[:32] + '"'
-        if request.headers.get("if-none-match") == etag:
+        if _etag_matches(request.headers.get("if-none-match"), etag):
             return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
         return _json_response(200, doc, {"ETag": etag})
 
@@ -311,7 +325,7 @@ class Router:
             return refusal_response(run)
         snapshot = run.snapshot()
         etag = '"' + sha256_hex(snapshot)[:32] + '"'
-        if request.headers.get("if-none-match") == etag:
+        if _etag_matches(request.headers.get("if-none-match"), etag):
             return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
         return _json_response(200, snapshot, {"ETag": etag})
 
