@@ -661,3 +661,17 @@ def test_refusals_never_grow_the_run_table() -> None:
         assert r.status >= 400, (path, body, r.body)
         assert_envelope(r)
         assert not host.core.runs
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"workflowId": "conformance-noop", "metadata": {"x": 1e400}}',
+    b'{"workflowId": "conformance-noop", "metadata": {"x": -1e999}}',
+    b'{"workflowId": "conformance-noop", "workflowId": "conformance-agent-call"}',
+])
+def test_regression_bodies_must_be_i_json(raw: bytes) -> None:
+    host = SimHost(seed=0)
+    r = host.request_raw("POST", "/runs", headers={"Authorization": "Bearer " + KEY_A,
+                                                   "Content-Type": "application/json"}, body=raw)
+    assert r.status == 400 and r.json["error"] == "validation_error"
+    assert "I-JSON" in r.json["message"]
+    assert not host.core.runs

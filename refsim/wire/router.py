@@ -73,6 +73,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("a number too large for a double is not I-JSON")
+    return value
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("an object names a member twice, which I-JSON forbids")
+    return out
+
+
 def _depth(value: Any) -> int:
     """Nesting depth, without recursion (a hostile body must not exhaust the stack)."""
     deepest, stack = 0, [(value, 1)]
@@ -204,9 +218,11 @@ class Router:
         if not request.body:
             return validation("a JSON object body is required")
         try:
-            doc = json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant)
+            doc = json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant,
+                             parse_float=_finite_float, object_pairs_hook=_unique_members)
         except (UnicodeDecodeError, ValueError, RecursionError):
-            return validation("the request body is not valid JSON (I-JSON: no NaN or Infinity)")
+            return validation("the request body is not I-JSON: UTF-8 JSON with finite numbers "
+                              "and unique member names")
         if not isinstance(doc, dict):
             return validation("the request body must be a JSON object")
         if _depth(doc) > MAX_JSON_DEPTH:
