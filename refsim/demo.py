@@ -50,9 +50,16 @@ def smoke_run(profile: HostProfile, seed: int, out: TextIO) -> int:
         print(f"{label:<17} {r.status} passed={task['passed']} "
               f"fixtureMissCount={task['fixtureMissCount']} counter {before} -> {counter()}",
               file=out)
+    theirs = host.request("POST", "/runs", api_key=KEY_B,
+                          json=_eval("conformance-eval-recorded-source"))
+    print(f"globex's source   {theirs.status} {theirs.json.get('runId')}", file=out)
+    bodies = []
     for label, value in (("unknown id", "acme/run-00000000000000000000"),
-                         ("tenant B's run", source_id.replace("acme/", "globex/"))):
+                         ("globex's run", str(theirs.json.get("runId")))):
         r = host.request("POST", "/runs", api_key=KEY_A,
                          json=_eval("conformance-eval-recorded-replay", {"record": value}))
+        bodies.append((r.status, r.body))
         print(f"{label:<17} {r.status} {r.body.decode()}", file=out)
-    return 1 if failures else 0
+    alike = len(set(bodies)) == 1
+    print(f"the two refusals are {'byte-identical' if alike else 'DIFFERENT'}", file=out)
+    return 1 if failures or not alike else 0

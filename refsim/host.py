@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import json as _json
 from typing import Any
+
+import attrs
 
 from refsim.domain.agents import Agent
 from refsim.domain.core import Components, HostCore
@@ -61,8 +64,13 @@ class SimHost:
 
     def request_raw(self, method: str, path: str, *, headers: dict[str, str] | None = None,
                     body: bytes | None = None) -> Response:
-        """The byte-level entry the HTTP server uses."""
-        return self.router.handle(method, path, headers, body)
+        """The byte-level entry the HTTP server uses. The answer is a copy: a caller that
+        edits it changes nothing inside the host."""
+        response = self.router.handle(method, path, headers, body)
+        if response.json is None:
+            return response
+        return attrs.evolve(response, json=copy.deepcopy(response.json),
+                            headers=dict(response.headers))
 
     def event_log(self) -> bytes:
         """Every run's events, in creation order: the bytes a determinism check compares."""

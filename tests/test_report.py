@@ -202,7 +202,7 @@ def test_text_lists_each_row_then_the_totals() -> None:
     rows = mixed()
     lines = report.to_text(rows, HOST).splitlines()
     assert HOST in lines[0]
-    body = lines[1:-1]
+    body = [ln for ln in lines[1:-1] if not ln.startswith("    ")]  # reasons are indented
     assert len(body) == len(rows)
     for line, row in zip(body, rows, strict=True):
         assert line.startswith(row.disposition.value)
@@ -214,11 +214,22 @@ def test_text_lists_each_row_then_the_totals() -> None:
                          "1 inapplicable, 1 blocked")
 
 
-def test_text_truncates_long_details_to_the_width() -> None:
-    long = Row.judged(P + "source-refused", SCN,
-                      [fail(P + "source-refused", "x" * 500)])
+def test_text_keeps_names_whole_and_prints_a_failure_reason_in_full() -> None:
+    reason = " ".join(["the-refusal-differs"] * 40)
+    long = Row.judged(P + "source-refused", SCN, [fail(P + "source-refused", reason)],
+                      check_id="refsim.example.0252.a-very-long-example-identifier-" + "y" * 60)
     lines = report.to_text([long], HOST).splitlines()
-    assert len(lines[1]) == report.TEXT_WIDTH and lines[1].endswith("...")
+    assert long.check_id in lines[1]
+    wrapped = [ln.strip() for ln in lines[2:-1]]
+    assert " ".join(wrapped) == reason
+    assert all(len(ln) <= report.TEXT_WIDTH for ln in lines[2:-1])
+
+
+def test_text_clips_only_a_passing_rows_routine_detail() -> None:
+    ok_row = Row.judged(P + "shape", SCN, [ok(P + "shape", "fine")] * 3,
+                        check_id="c" * 150)
+    line = report.to_text([ok_row], HOST).splitlines()[1]
+    assert ok_row.check_id in line
 
 
 # -- verdict --------------------------------------------------------------------------------------

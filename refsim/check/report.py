@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -141,9 +142,15 @@ def to_text(rows: Sequence[Row], host: str, width: int = TEXT_WIDTH) -> str:
     for row in rows:
         check = row.check_id or row.requirement_id
         name = row.requirement_id + (f" ({check})" if check != row.requirement_id else "")
+        head = f"{row.disposition.value:<13} {name} [{row.assertion_count}]"
         detail = " ".join(row.detail.split())
-        lines.append(_clip(f"{row.disposition.value:<13} {name} [{row.assertion_count}] "
-                           f"{detail}", width))
+        if row.passed:
+            # The name is never cut; only a passing row's routine detail is.
+            lines.append(head + _clip(" " + detail, max(0, width - len(head))))
+        else:
+            lines.append(head)
+            lines.extend("    " + part for part in textwrap.wrap(
+                detail, max(40, width - 4), break_on_hyphens=False, break_long_words=False))
     lines.append(totals_line(rows))
     return "\n".join(lines)
 

@@ -151,6 +151,7 @@ def _replayed(a: Session, source: _Run, counter_before_source: int | None) -> li
     assert replay.created is not None
     out.append(judges.created(req, replay.created, "the replay"))
     out.append(judges.echo(req, replay.events, mapping))
+    out += judges.eval_order(req, replay.events)
     if judges.outcomes_on_wire(source.events, RECORDER):
         out += judges.outcomes_equal(req, source.events, replay.events, RECORDER)
     out += judges.miss_count(req, replay.events, replay.summary, "record", 0)
@@ -174,6 +175,7 @@ def _drifted(a: Session, source: _Run) -> list[Finding] | Row:
     drift = _Run(a).create(eval_body(DRIFT, {"record": source.run_id}))
     assert drift.created is not None
     out.append(judges.created(req, drift.created, "the drifted replay"))
+    out += judges.eval_order(req, drift.events)
     out += judges.miss_count(req, drift.events, drift.summary, "record", 1)
     out += judges.passed_is(req, drift.events, drift.summary, "record", False)
     after = a.counter()

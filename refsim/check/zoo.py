@@ -160,6 +160,9 @@ class _KeepsCopies(CopyStore):
     def erase_source(self, source: Any) -> int:
         return self.count_for(source)
 
+    def erase_eval_run(self, eval_run: Any) -> int:
+        return 0
+
 
 class OmitsEcho(Echo):
     def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:

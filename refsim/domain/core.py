@@ -368,8 +368,8 @@ class HostCore:
             derived[task_id] = self.components.deriver.derive(self, source, agent_id)
             sources[task_id] = source.run_id
         run = self._new_run(caller, f"eval:{suite.suite_id}", body)
-        run.eval = EvalRecord(suite.suite_id, suite.version, body["evalSuiteRef"], agent_id,
-                              modes, fixture_runs, baseline.run_id if baseline else None)
+        run.eval = EvalRecord(suite, body["evalSuiteRef"], agent_id, modes, fixture_runs,
+                              baseline.run_id if baseline else None)
         for task_id, entries in derived.items():
             self.copies.put(sources[task_id], run.run_id, task_id, entries)
             run.content_from |= {sources[task_id], *self.runs[sources[task_id]].content_from}
@@ -530,16 +530,11 @@ class HostCore:
             self._replay_events(run, source)
             run.content_from.add(source.run_id)  # it re-emits the source's tool content
         elif source.eval is not None:
-            suite = self.suites.lookup(source.owner.tenant, source.eval.suite_ref)
-            if suite is None:  # a tenant suite cannot disappear, but never run live on a guess
-                del self.runs[run.run_id]
-                return Refusal(404, "replay_source_missing", "the eval's suite is gone")
             ev = source.eval
-            run.eval = EvalRecord(ev.suite_id, ev.suite_version, ev.suite_ref, ev.agent_id,
-                                  ev.modes, ev.fixture_runs, ev.baseline,
-                                  copy_origin=ev.copy_origin or source.run_id)
+            run.eval = attrs.evolve(ev, copy_origin=ev.copy_origin or source.run_id,
+                                    summary=None)
             baseline = self.runs.get(ev.baseline) if ev.baseline else None
-            self._execute_eval(run, suite, copies, baseline)
+            self._execute_eval(run, ev.suite, copies, baseline)
         else:
             inputs = source.request.get("inputs", {})
             self._emit(run, "run.started", self._run_started(run))
@@ -559,10 +554,7 @@ class HostCore:
         run.invoked_agents = set(source.invoked_agents)
         if source.eval is not None:
             ev = source.eval
-            run.eval = EvalRecord(ev.suite_id, ev.suite_version, ev.suite_ref, ev.agent_id,
-                                  ev.modes, ev.fixture_runs, ev.baseline,
-                                  copy_origin=ev.copy_origin or source.run_id,
-                                  summary=ev.summary)
+            run.eval = attrs.evolve(ev, copy_origin=ev.copy_origin or source.run_id)
 
     def erase(self, caller: Owner, rid: RunId) -> dict[str, Any] | Refusal:
         """Purge a run's tool content and every copy derived from it (Security, RFC 0252).
@@ -580,6 +572,7 @@ class HostCore:
             run.held_calls = []
             run.events = [_redacted(e) for e in run.events]
             copies += self.copies.erase_source(run.run_id)
+            copies += self.copies.erase_eval_run(run.run_id)
         return {"runId": rid.bound, "erased": True, "derivedCopiesErased": copies,
                 "runsReached": len(reached)}
 

@@ -88,6 +88,15 @@ class CopyStore:
     def erase_source(self, source: RunId) -> int:
         return len(self._by_source.pop(source, {}))
 
+    def erase_eval_run(self, eval_run: RunId) -> int:
+        """Drop the copies an eval run was served (kept with it for its forks)."""
+        dropped = 0
+        for copies in self._by_source.values():
+            for key in [k for k in copies if k[0] == eval_run]:
+                del copies[key]
+                dropped += 1
+        return dropped
+
     def all_entries(self) -> Iterable[tuple[RunId, RunId, str, tuple[FixtureEntry, ...]]]:
         for source, copies in self._by_source.items():
             for (eval_run, task_id), entries in copies.items():

@@ -12,6 +12,7 @@ import attrs
 
 from refsim.domain.ids import RunId
 from refsim.domain.owners import Owner
+from refsim.domain.suites import Suite
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 SCHEMA_VERSION = 2
@@ -56,8 +57,9 @@ class HeldCall:
 
 @attrs.define
 class EvalRecord:
-    suite_id: str
-    suite_version: str
+    # The suite as it was when the run was created: a fork re-runs this very document,
+    # never whatever the ref names now (a recorded fact, like the derived copy).
+    suite: Suite
     suite_ref: str
     agent_id: str
     modes: tuple[str, ...]
@@ -66,6 +68,10 @@ class EvalRecord:
     # task id -> the eval run whose derived copy serves it (itself, or the run it forks)
     copy_origin: RunId | None = None
     summary: dict[str, Any] | None = None
+
+    @property
+    def suite_id(self) -> str:
+        return self.suite.suite_id
 
 
 @attrs.define

@@ -143,7 +143,11 @@ class SuiteCatalogue:
         return next((s for s in self.builtin.values() if s.suite_id == ref), None)
 
     def register(self, tenant: str, suite: Suite) -> bool:
-        """Add a tenant's suite; False when that suiteId is already a different document."""
+        """Add a tenant's suite; False when that suiteId is already a different document
+        (the tenant's own, or a built-in one, which a tenant never shadows)."""
+        builtin = next((s for s in self.builtin.values() if s.suite_id == suite.suite_id), None)
+        if builtin is not None:
+            return canonical(builtin.doc) == canonical(suite.doc)
         own = self.by_tenant.setdefault(tenant, {})
         existing = own.get(suite.suite_id)
         if existing is not None and canonical(existing.doc) != canonical(suite.doc):

@@ -87,6 +87,28 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether any key or string holds a `\\ud800`-style escape with no partner."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        strings: list[Any] = []
+        if isinstance(item, dict):
+            strings, children = list(item), list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            strings, children = [item], []
+        for text in strings:
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        stack.extend(children)
+    return False
+
+
 def _depth(value: Any) -> int:
     """Nesting depth, without recursion (a hostile body must not exhaust the stack)."""
     deepest, stack = 0, [(value, 1)]
@@ -156,9 +178,11 @@ class Router:
         match = _VERSION_RE.fullmatch(value.strip())
         if match is None:
             return validation("OpenWOP-Version must be <major> or <major>.<minor>")
-        if int(match.group(1)) != 2:
+        major, minor = int(match.group(1)), match.group(2)
+        if major != 2 or (minor is not None and f"{major}.{int(minor)}" not in
+                          (PROTOCOL_VERSION,)):
             return Refusal(406, "protocol_version_unsupported",
-                           "this host speaks OpenWOP major version 2 only")
+                           f"this host speaks OpenWOP {PROTOCOL_VERSION} only")
         return None
 
     def _authenticate(self, header: str | None) -> Owner | None:
@@ -227,6 +251,9 @@ class Router:
             return validation("the request body must be a JSON object")
         if _depth(doc) > MAX_JSON_DEPTH:
             return validation(f"the request body nests deeper than {MAX_JSON_DEPTH} levels")
+        if _has_lone_surrogate(doc):
+            return validation("the request body is not I-JSON: a string holds a lone "
+                              "surrogate escape")
         return doc
 
     def _run_arg(self, caller: Owner, segment: str) -> RunRecord | Refusal:
@@ -513,5 +540,10 @@ class Router:
         existing = self.core.tenants.get(key)
         if existing is not None and existing != tenant:
             return refusal_response(validation("that API key already belongs to a tenant"))
+        if existing is None and caller is not None and caller.tenant != name and \
+                any(t.name == name for t in self.core.tenants.values()):
+            # Another key for an existing tenant (say, one scoped to a workspace) is only
+            # that tenant's to mint: from anyone else it would hand over the tenant's runs.
+            return refusal_response(validation("a tenant of that name exists already"))
         self.core.add_tenant(tenant)
         return _json_response(201, {"name": name, "workspace": ws})
