@@ -11,16 +11,26 @@ import pytest
 
 from refsim import SimHost
 from refsim.check.examples import Example, load_examples, run_example, run_examples
-from refsim.check.findings import Disposition
+from refsim.check.findings import Disposition, Row
 from refsim.check.registry import load_registry
-from refsim.domain.core import Components, Echo, RequestRules
+from refsim.check.runner import Target, run_parts
+from refsim.cli import main
+from refsim.domain.core import Components, Echo, HostCore, RequestRules, TaskPlan, TaskPlanner
+from refsim.domain.fixtures import FixtureEntry
+from refsim.domain.ids import parse_bound
+from refsim.domain.owners import Owner
 from refsim.domain.profile import profile_named
+from refsim.domain.recorded import Deriver, SourcePolicy
 from refsim.domain.refusals import Refusal, validation
+from refsim.domain.runs import RunRecord
+from refsim.domain.suites import Suite, Task
 
 EXAMPLES = load_examples()
 
-def reference(profile: str) -> SimHost:
-    return SimHost(seed=0, profile=profile_named(profile))
+
+def reference(profile: str | None) -> SimHost:
+    """The reference host, or the profile a row pins."""
+    return SimHost(seed=0, profile=profile_named(profile or "reference"))
 
 
 def by_id(example_id: str) -> Example:
@@ -50,7 +60,7 @@ def test_the_rfc_table_is_six_rows_and_comes_first() -> None:
     assert [e.id for e in rfc] == [f"rfc-0252.example-{n}" for n in range(1, 7)]
     assert EXAMPLES[:6] == rfc
     refsim = [e for e in EXAMPLES if e.source == "refsim"]
-    assert 25 <= len(refsim) <= 40
+    assert 25 <= len(refsim) <= 50
     assert all(e.id.startswith("refsim.example.0252.") for e in refsim)
 
 
@@ -197,7 +207,7 @@ class SilentEcho(Echo):
 
 
 def broken(components: Components) -> Any:
-    return lambda profile: SimHost(seed=0, profile=profile_named(profile),
+    return lambda profile: SimHost(seed=0, profile=profile_named(profile or "reference"),
                                    components=components)
 
 
@@ -233,3 +243,186 @@ def test_the_sabotage_is_narrow() -> None:
     """The broken echo breaks the echo rows and leaves the refusal rows alone."""
     rows = run_examples(broken(Components(echo=SilentEcho())), "0252.source-uniform")
     assert rows and all(r.passed for r in rows)
+
+
+# ------------------------------------------------------------------------------ the target profile
+
+
+PINNED = {e.id: e.profile for e in EXAMPLES if e.profile is not None}
+# Rows that need a usable source of the recorder made by a workflow or eval run of the target.
+NEEDS_A_HELD_RECORDER_SOURCE = ["rfc-0252.example-1", "rfc-0252.example-2",
+                                "rfc-0252.example-3",
+                                "refsim.example.0252.every-invocation-derived",
+                                "refsim.example.0252.unnamed-task-unaffected",
+                                "refsim.example.0252.several-tasks-several-sources"]
+
+
+def test_a_row_names_a_profile_only_when_it_says_so(tmp_path: Path) -> None:
+    assert by_id("rfc-0252.example-1").profile is None
+    assert PINNED["refsim.example.0252.unheld-calls"] == "unheld-calls"
+    assert PINNED["refsim.example.0252.non-advertising-refuses"] == "no-recorded-fixtures"
+    (tmp_path / "p.yaml").write_text(GOOD_ROW.replace(
+        "    title: a probe\n", "    title: a probe\n    profile: reference\n"), encoding="utf-8")
+    (pinned,) = load_examples(tmp_path)
+    assert pinned.profile == "reference"
+
+
+def test_unpinned_rows_are_inapplicable_on_a_host_without_recorded_fixtures() -> None:
+    rows = run_parts(Target(profile="no-recorded-fixtures"), ["examples"])
+    assert [r.check_id for r in rows] == [e.id for e in EXAMPLES]
+    for row in rows:
+        if row.check_id in PINNED:  # a fact about the host it names: it runs there
+            assert row.passed, (row.check_id, row.detail)
+        else:
+            assert row.disposition is Disposition.INAPPLICABLE, (row.check_id, row.detail)
+            assert row.findings == ()
+            assert "refsim:no-recorded-fixtures" in row.detail
+            assert "agents.evalSuite.recordedFixtures" in row.detail
+    assert any(r.disposition is Disposition.INAPPLICABLE for r in rows)
+
+
+def test_unpinned_rows_run_on_the_target_profile_and_fail_honestly() -> None:
+    rows = {r.check_id: r for r in run_parts(Target(profile="unheld-calls"), ["examples"])}
+    for example_id in NEEDS_A_HELD_RECORDER_SOURCE:
+        row = rows[example_id]
+        assert row.disposition is Disposition.EXECUTED_FAIL, (example_id, row.detail)
+        assert "answered 400" in row.detail or "got 400" in row.detail, row.detail
+    # Rows pinned to a profile still run there, whatever the target.
+    for example_id in ("refsim.example.0252.content-free-lane",
+                       "refsim.example.0252.failed-call-without-fixture-errors"):
+        assert rows[example_id].passed, rows[example_id].detail
+
+
+def test_examples_cli_reports_the_profile_it_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["examples", "--profile", "unheld-calls"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "refsim against refsim:unheld-calls"
+    assert "executed-fail openwop.requirement.0252.source-replayed (rfc-0252.example-1)" in out
+    assert main(["examples", "--profile", "no-recorded-fixtures"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "refsim against refsim:no-recorded-fixtures"
+    assert "inapplicable  openwop.requirement.0252.source-replayed (rfc-0252.example-1)" in out
+    assert " 0 executed-fail" in out
+
+
+# ------------------------------------------------------------------------------ more sabotage
+
+
+class FirstInvocationDeriver(Deriver):
+    """Derives only the calls of the source's first invocation of the agent (not UQ1)."""
+
+    def derive(self, core: HostCore, source: RunRecord, agent_id: str
+               ) -> tuple[FixtureEntry, ...]:
+        calls = sorted((c for c in source.held_calls if c.agent_id == agent_id),
+                       key=lambda c: c.sequence)
+        first = calls[0].invocation_id if calls else None
+        return tuple(self.entry(c) for c in calls if c.invocation_id == first)
+
+
+def test_uq1_row_fails_on_a_host_deriving_only_the_first_invocation() -> None:
+    components = Components(deriver=FirstInvocationDeriver())
+    found = failures("refsim.example.0252.every-invocation-derived", components)
+    assert any("two-tasks-source: eval.scored[both-tasks].fixtureMissCount is 1, expected 0"
+               in m for m in found), found
+    assert any("three-trials-source: eval.scored[three-trials].fixtureMissCount is 4, "
+               "expected 0" in m for m in found), found
+    # The table had no other witness: every source of its other rows has one invocation.
+    assert run_example(by_id("refsim.example.0252.repeated-calls-in-order"),
+                       broken(components)(None)).passed
+
+
+class EveryTaskPlanner(TaskPlanner):
+    """Serves the named task's derived entries, fail-closed, to every task of the run."""
+
+    def plan(self, core: HostCore, task: Task, modes: tuple[str, ...],
+             derived: tuple[FixtureEntry, ...] | None) -> TaskPlan:
+        if derived is None and "live-shadow" not in modes:
+            run = list(core.runs.values())[-1]  # the eval run being executed
+            named = (run.eval.fixture_runs or {}) if run.eval is not None else {}
+            for task_id, value in named.items():
+                source = parse_bound(value)
+                entries = None if source is None else core.copies.get(source, run.run_id,
+                                                                       task_id)
+                if entries is not None:
+                    return TaskPlan(entries, "fail")
+        return super().plan(core, task, modes, derived)
+
+
+def test_unnamed_task_row_fails_on_a_host_applying_fixtures_to_every_task() -> None:
+    components = Components(planner=EveryTaskPlanner())
+    found = failures("refsim.example.0252.unnamed-task-unaffected", components)
+    assert any("alpha-named: eval.scored[beta].fixtureMissCount is 1, expected 0" in m
+               for m in found), found
+    assert any("alpha-named: eval.scored[beta].passed is False, expected True" in m
+               for m in found), found
+    assert any("unnamed-goes-live (counter 'unnamed' of acme)" in m for m in found), found
+    # The table had no other witness: its multi-task rows name every task.
+    assert run_example(by_id("refsim.example.0252.several-tasks-several-sources"),
+                       broken(components)(None)).passed
+
+
+class FirstKeyOnlyKeys(RequestRules):
+    """Checks only the first key of fixtureRuns against the suite's tasks."""
+
+    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        first = next(iter(fixture_runs))
+        return super().keys(suite, {first: fixture_runs[first]})
+
+
+class FirstKeyOnlyConflicts(RequestRules):
+    """Checks only the first named task for suite fixtures."""
+
+    def conflicts(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        first = next(iter(fixture_runs))
+        return super().conflicts(suite, {first: fixture_runs[first]})
+
+
+class FirstSourceOnly(SourcePolicy):
+    """Assesses the first source of a request; every later one borrows its usable run."""
+
+    def __init__(self) -> None:
+        self.first: RunRecord | None = None
+
+    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        if self.first is not None:
+            return self.first
+        verdict = super().assess(core, caller, value, agent_id)
+        if not isinstance(verdict, str):
+            self.first = verdict
+        return verdict
+
+
+class NewRequestRules(RequestRules):
+    """The request rules as shipped; each request starts `FirstSourceOnly` afresh."""
+
+    def __init__(self, sources: FirstSourceOnly) -> None:
+        self.sources = sources
+
+    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
+        self.sources.first = None
+        return super().fixture_runs_gate(core, body)
+
+
+def first_source_only() -> Components:
+    sources = FirstSourceOnly()
+    return Components(rules=NewRequestRules(sources), sources=sources)
+
+
+@pytest.mark.parametrize(("example_id", "components", "label", "only_first_seen"), [
+    ("refsim.example.0252.unknown-key-second", lambda: Components(rules=FirstKeyOnlyKeys()),
+     "unknown-key-second", ["rfc-0252.example-4", "refsim.example.0252.refused-before-start"]),
+    ("refsim.example.0252.suite-fixtures-second",
+     lambda: Components(rules=FirstKeyOnlyConflicts()), "canned-second",
+     ["rfc-0252.example-5", "refsim.example.0252.suite-fixtures"]),
+    ("refsim.example.0252.unusable-source-second", first_source_only, "unknown-second",
+     ["rfc-0252.example-3", "refsim.example.0252.every-unusable-kind-alike"]),
+])
+def test_second_key_rows_fail_on_a_host_that_looks_only_at_the_first_key(
+        example_id: str, components: Any, label: str, only_first_seen: list[str]) -> None:
+    found = failures(example_id, components())
+    assert any(m.startswith(f"{label}: ") and "201" in m for m in found), found
+    # The rows that had the offending key alone (or first) pass on the same broken host.
+    for other in only_first_seen:
+        row: Row = run_example(by_id(other), broken(components())(by_id(other).profile))
+        assert row.passed, (other, row.detail)

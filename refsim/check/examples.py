@@ -23,7 +23,11 @@ A row:
 ``source``, ``requirement_id``, ``title``
     ``requirement_id`` is an id of the registry, specs/requirements.yaml.
 ``profile``
-    a host profile (``refsim.domain.profile.PROFILES``); default ``reference``.
+    a host profile (``refsim.domain.profile.PROFILES``). A row that names one states a fact
+    about that kind of host and always runs on it. A row without one runs on the target's
+    profile (``refsim examples --profile P``), and is ``inapplicable`` (not judged) when that
+    host does not advertise ``agents.evalSuite.recordedFixtures`` in discovery, as the
+    conformance scenario is gated.
 ``setup``
     a list of actions. Each must succeed (the status of its kind, below) or the row fails
     there: every success is a positive-control finding of the row.
@@ -108,7 +112,7 @@ import yaml
 
 from refsim import paths, schemas
 from refsim.check import judges
-from refsim.check.findings import Finding, Row, check, fail
+from refsim.check.findings import Disposition, Finding, Row, check, fail
 from refsim.check.registry import load_registry
 from refsim.check.session import Session, eval_body, run_path
 from refsim.domain.agents import RECORDER
@@ -172,7 +176,7 @@ class Example:
     source: str
     requirement_id: str
     title: str
-    profile: str
+    profile: str | None  # None: the target's profile, gated on recordedFixtures
     setup: tuple[Action, ...]
     requests: tuple[Request, ...]
     file: str = attrs.field(default="", eq=False)
@@ -321,8 +325,8 @@ class _RowParser:
             raise _Invalid(f"requirement_id {requirement!r} is not in the requirement "
                            "registry (specs/requirements.yaml)")
         title = self._text(raw, "title")
-        profile = raw.get("profile", "reference")
-        if not isinstance(profile, str) or profile not in PROFILES:
+        profile = raw.get("profile")
+        if profile is not None and (not isinstance(profile, str) or profile not in PROFILES):
             raise _Invalid(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
         setup_raw = raw.get("setup") or []
         if not isinstance(setup_raw, list):
@@ -345,7 +349,7 @@ class _RowParser:
                                        "expect": raw.get("expect")}, "request"),)
         else:
             raise _Invalid("a row needs `request` + `expect` or `requests`")
-        return Example(row_id, source, requirement, title, str(profile), setup, requests,
+        return Example(row_id, source, requirement, title, profile, setup, requests,
                        self.file)
 
     # -- pieces
@@ -668,16 +672,39 @@ def _refs(value: Any) -> Iterable[str]:
 # ------------------------------------------------------------------------------ running
 
 
-def run_examples(make_host: Callable[[str], SimHost], prefix: str | None = None, *,
+def run_examples(make_host: Callable[[str | None], SimHost], prefix: str | None = None, *,
                  examples: Sequence[Example] | None = None) -> list[Row]:
-    """Run every row (or those `prefix` selects) on `make_host(row.profile)`, one host each."""
+    """Run every row (or those `prefix` selects) on `make_host(row.profile)`, one host each.
+
+    `make_host(None)` builds the target's own host: a row without `profile:` runs there.
+    """
     chosen = load_examples() if examples is None else examples
     return [run_example(e, make_host(e.profile)) for e in chosen if e.matches(prefix)]
 
 
 def run_example(example: Example, host: SimHost) -> Row:
+    """Judge one row on `host`. A row that names no profile is inapplicable on a host that
+    does not advertise recordedFixtures: it has nothing to say about such a host."""
+    if example.profile is None:
+        reason = inapplicable_because(host)
+        if reason is not None:
+            return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
+                                reason, check_id=example.id)
     findings = _RowRun(example, host).run()
     return Row.judged(example.requirement_id, SCENARIO, findings, check_id=example.id)
+
+
+def inapplicable_because(host: SimHost) -> str | None:
+    """Why an unpinned row does not apply to `host`, read from its discovery; None if it does."""
+    where = f"the host ({host.name})"
+    discovery = Session(host, DEFAULT_TENANTS["acme"]).discovery()
+    if discovery.status != 200 or not isinstance(discovery.json, dict):
+        return (f"{where} answered discovery {discovery.status}; it advertises nothing "
+                "readable, and the row names no profile of its own")
+    if judges._facet(discovery.json).get("recordedFixtures") is not True:
+        return (f"{where} does not advertise agents.evalSuite.recordedFixtures in "
+                "GET /.well-known/openwop, and the row names no profile of its own")
+    return None
 
 
 class _Unbound(Exception):

@@ -28,7 +28,9 @@ class Target:
     base_components: Components | None = None
 
     def host(self, profile: str | None = None) -> SimHost:
-        chosen: HostProfile = profile_named(profile or self.profile)
+        """A fresh host: under `profile` when a check pins one (an example row's `profile:`),
+        else under the target's own profile, the one the report is labelled with."""
+        chosen: HostProfile = profile_named(self.profile if profile is None else profile)
         chosen, components = build(self.readings, chosen, self.base_components)
         return SimHost(seed=self.seed, profile=chosen, components=components)
 
