@@ -226,6 +226,15 @@ class ForgetsMisses(MissPolicy):
         return result, False
 
 
+class CountsMissButCallsLive(MissPolicy):
+    """§D/Security: counts the miss and answers fixture_miss, yet calls the live tool."""
+
+    def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
+                on_miss: str) -> tuple[ToolResult, bool]:
+        core.gateway.call(tenant, tool, args)
+        return ToolResult("error", error={"code": "fixture_miss", "message": "x"}), True
+
+
 class PlansLive(TaskPlanner):
     """§D: serves derived fixtures under onMiss live instead of fail."""
 
@@ -259,6 +268,22 @@ class ReDerivesOnFork(ForkPolicy):
         return out
 
 
+class DerivesFromSourceOnFork(ForkPolicy):
+    """§E: ignores the stored copy and derives from the source again, looking the run up
+    directly, so the resolution count never moves."""
+
+    def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
+        assert run.eval is not None
+        out = {}
+        for task_id, value in (run.eval.fixture_runs or {}).items():
+            rid = parse_bound(value)
+            source = core.runs.get(rid) if rid is not None else None
+            if source is None or source.calls_erased:
+                return None
+            out[task_id] = core.components.deriver.derive(core, source, run.eval.agent_id)
+        return out
+
+
 class RunsLiveWhenCopyGone(ForkPolicy):
     """Security: a fork whose copy is gone runs with no fixtures, against live tools."""
 
@@ -271,6 +296,9 @@ class KeepsCopies(CopyStore):
 
     def erase_source(self, source: Any) -> int:
         return self.count_for(source)
+
+    def erase_eval_run(self, eval_run: Any) -> int:
+        return 0
 
 
 class WipesAllCopies(CopyStore):
@@ -318,6 +346,8 @@ SABOTAGE: list[tuple[str, str, Callable[[], SimHost], str]] = [
      "egress credential material present"),
     ("check_no_reresolution", "re-derives", _with(forks=ReDerivesOnFork()),
      "the source was resolved again"),
+    ("check_no_reresolution", "derives-from-source", _with(forks=DerivesFromSourceOnFork()),
+     "a replay fork with the source deleted from the host: expected 201"),
     ("check_copy_erased_with_source", "keeps-copies", _with(copies=KeepsCopies),
      "derived copy(ies) still stored under the erased source"),
     ("check_copy_erased_with_source", "wipes-all", _with(copies=WipesAllCopies),
@@ -333,6 +363,9 @@ SABOTAGE: list[tuple[str, str, Callable[[], SimHost], str]] = [
     ("check_facet_implies_matching", "no-matching",
      lambda: SimHost(profile=_AdvertisesWithoutMatching()),
      "recordedFixtures is advertised without fixtureMatching"),
+    ("check_facet_implies_matching", "counts-miss-calls-live",
+     _with(misses=CountsMissButCallsLive()),
+     "the call whose args match nothing: the live counter moved from 0 to 1"),
     ("check_derived_never_on_wire", "leaks-entries", _leaky,
      "carries derived-entry keys ['argsMatch', 'tool', 'toolResponses']"),
 ]

@@ -564,7 +564,12 @@ def check_no_egress_credential(host: SimHost) -> list[Finding]:
 
 @_check
 def check_no_reresolution(host: SimHost) -> list[Finding]:
-    """§E: forks of an eval run read the stored copy and never resolve the source again."""
+    """§E: forks of an eval run read the stored copy and never resolve the source again.
+
+    Two witnesses: the host's resolution count (which only a SourcePolicy moves), and the
+    effect itself: with the source deleted from the host, a fork must still be served
+    the recorded answers, which only the stored copy can give it.
+    """
     req = R_NO_RERESOLVE
     a, _ = _sessions(host)
     source = _eval(a, SOURCE)
@@ -580,9 +585,17 @@ def check_no_reresolution(host: SimHost) -> list[Finding]:
                      f"the source ({resolved} time(s))"))
     if replay.run_id is None:
         return out
+    # The source's events were read above, before it goes. Then take it out of the host
+    # the way a host that deletes runs would (not the erase seam: that erases the copy).
+    out.append(check(req, rid in host.core.runs,
+                     "positive control: the host holds the source before it is deleted"))
+    host.core.runs.pop(rid, None)
+    out.append(check(req, rid not in host.core.runs, "the source was deleted from the host"))
     count = _count(a)
-    forks = [("a replay fork", _fork(a, replay.run_id, "replay")),
-             ("a branch fork", _fork(a, replay.run_id, "branch"))]
+    # Each must be created (201) and served from the copy: a fork that needs the source
+    # is refused now, or misses.
+    forks = [(f"a {mode} fork with the source deleted from the host",
+              _fork(a, replay.run_id, mode)) for mode in ("replay", "branch")]
     branch = forks[1][1].run_id
     if branch is not None:
         forks.append(("a branch of the branch", _fork(a, branch, "branch")))
@@ -594,6 +607,24 @@ def check_no_reresolution(host: SimHost) -> list[Finding]:
         out.append(judges.no_reresolution(req, resolved, host.core.resolutions.get(rid, 0),
                                           label))
     out.append(judges.counter_unchanged(req, count, _count(a), "the forks"))
+    out += _fork_after_erasure(host, a)
+    return out
+
+
+def _fork_after_erasure(host: SimHost, a: Session) -> list[Finding]:
+    """A fork attempted after its source was erased through the seam resolves nothing."""
+    req = R_NO_RERESOLVE
+    source = _eval(a, SOURCE)
+    out = _controls(req, source, "the source to erase")
+    if source.run_id is None:
+        return out
+    rid = _rid(source.run_id)
+    assert rid is not None
+    replay = _eval(a, REPLAY, {"record": source.run_id})
+    out.append(judges.created(req, replay.created, "the eval run of the source to erase"))
+    if replay.run_id is None:
+        return out
+    resolved = host.core.resolutions.get(rid, 0)
     erased = a.erase(source.run_id)
     out.append(check(req, erased.status == 200, f"the source was erased ({erased.status})"))
     _fork(a, replay.run_id, "branch")
@@ -739,8 +770,10 @@ def check_facet_implies_matching(host: SimHost) -> list[Finding]:
                                       "recordedFixtures backed: a named source is accepted"))
     if facet.get("fixtureMatching") is True:
         key = "facet-matching"
+        other = key + "-other"
+        # The unmatched call is an inc: had it reached the live tool, the counter moves.
         suite = _suite("refsim.invariants.evals.matching",
-                       {"match": [_counter("read", key), _counter("read", key + "-other"),
+                       {"match": [_counter("read", key), _counter("inc", other),
                                   {"decide": "matched"}]}, "matched")
         task = suite["tasks"][0]
         task["fixtures"] = {"toolResponses": [
@@ -748,6 +781,7 @@ def check_facet_implies_matching(host: SimHost) -> list[Finding]:
              "argsMatch": "exact", "response": {"key": key, "count": 41}}], "onMiss": "fail"}
         out.append(check(req, _register(a, suite).status == 201,
                          "the matching suite was registered"))
+        before = _count(a, other)
         run = _eval(a, suite["suiteId"])
         out.append(judges.created(req, run.created, "fixtureMatching backed: an args fixture"))
         # One miss, not two: the call whose args match was served. A lane that shows
@@ -757,8 +791,10 @@ def check_facet_implies_matching(host: SimHost) -> list[Finding]:
         if served and served[0] is not None:
             out.append(check(req, served[0] == {"key": key, "count": 41},
                              "the call whose args match is served the fixture", served))
-        out.append(check(req, _count(a, key + "-other") == 0,
-                         "the call whose args match nothing reached no live tool"))
+        out.append(check(req, before >= 0, "positive control: the live counter of the "
+                         f"unmatched call's key is observable ({before})"))
+        out.append(judges.counter_unchanged(req, before, _count(a, other),
+                                            "the call whose args match nothing"))
     return out
 
 
