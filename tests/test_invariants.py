@@ -16,7 +16,7 @@ from refsim import HostProfile, SimHost, paths
 from refsim.check.findings import Disposition, Finding
 from refsim.check.invariants import CHECKS, Invariant, load_invariants, run_invariants
 from refsim.check.session import REPLAY, SOURCE, Session, eval_body
-from refsim.check.zoo import OmitsEcho, ServesMissLive
+from refsim.check.zoo import KeepsCopies, OmitsEcho, ServesMissLive
 from refsim.domain.core import (
     Components,
     Echo,
@@ -289,16 +289,6 @@ class RunsLiveWhenCopyGone(ForkPolicy):
 
     def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
         return super().copies(core, run) or {}
-
-
-class KeepsCopies(CopyStore):
-    """Security: erasing a source leaves its derived copies where they were."""
-
-    def erase_source(self, source: Any) -> int:
-        return self.count_for(source)
-
-    def erase_eval_run(self, eval_run: Any) -> int:
-        return 0
 
 
 class WipesAllCopies(CopyStore):

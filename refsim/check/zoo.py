@@ -156,7 +156,7 @@ class _ReresolvesOnFork(ForkPolicy):
         return out
 
 
-class _KeepsCopies(CopyStore):
+class KeepsCopies(CopyStore):
     def erase_source(self, source: Any) -> int:
         return self.count_for(source)
 
@@ -248,7 +248,7 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("reresolves-on-fork", "§E: a fork of the eval run MUST NOT resolve the source "
            "again", _swap(forks=_ReresolvesOnFork)),
     Mutant("keeps-copy-after-erasure", "Security: the derived copy is erased with its "
-           "source", lambda: Components(copies=_KeepsCopies)),
+           "source", lambda: Components(copies=KeepsCopies)),
     Mutant("omits-echo", "§E: eval.started MUST carry fixtureRuns when the request did",
            _swap(echo=OmitsEcho)),
     Mutant("accepts-live-shadow", "§B: live-shadow among the modes is refused",
