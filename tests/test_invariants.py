@@ -16,7 +16,7 @@ from refsim import HostProfile, SimHost, paths
 from refsim.check.findings import Disposition, Finding
 from refsim.check.invariants import CHECKS, Invariant, load_invariants, run_invariants
 from refsim.check.session import REPLAY, SOURCE, Session, eval_body
-from refsim.check.zoo import KeepsCopies, OmitsEcho, ServesMissLive
+from refsim.check.zoo import KeepsCopies, OmitsEcho, ReresolvesOnFork, ServesMissLive
 from refsim.domain.core import (
     Components,
     Echo,
@@ -254,20 +254,6 @@ class DerivesEgress(Deriver):
                      for e in super().derive(core, source, agent_id))
 
 
-class ReDerivesOnFork(ForkPolicy):
-    """§E: a fork resolves and derives from the source again."""
-
-    def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
-        assert run.eval is not None
-        out = {}
-        for task_id, value in (run.eval.fixture_runs or {}).items():
-            source = core.components.sources.assess(core, run.owner, value, run.eval.agent_id)
-            if isinstance(source, str):
-                return None
-            out[task_id] = core.components.deriver.derive(core, source, run.eval.agent_id)
-        return out
-
-
 class DerivesFromSourceOnFork(ForkPolicy):
     """§E: ignores the stored copy and derives from the source again, looking the run up
     directly, so the resolution count never moves."""
@@ -334,7 +320,7 @@ SABOTAGE: list[tuple[str, str, Callable[[], SimHost], str]] = [
      "live tool state (counters, egress, live calls) across both replays: changed"),
     ("check_no_egress_credential", "derives-egress", _with(deriver=DerivesEgress()),
      "egress credential material present"),
-    ("check_no_reresolution", "re-derives", _with(forks=ReDerivesOnFork()),
+    ("check_no_reresolution", "re-derives", _with(forks=ReresolvesOnFork()),
      "the source was resolved again"),
     ("check_no_reresolution", "derives-from-source", _with(forks=DerivesFromSourceOnFork()),
      "a replay fork with the source deleted from the host: expected 201"),

@@ -144,7 +144,7 @@ class _DerivesEgress(Deriver):
                      if e.tool in egress and not e.is_error else e for e in entries)
 
 
-class _ReresolvesOnFork(ForkPolicy):
+class ReresolvesOnFork(ForkPolicy):
     def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
         assert run.eval is not None
         out: dict[str, tuple[FixtureEntry, ...]] = {}
@@ -246,7 +246,7 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("derives-egress-credential", "§D/SR-1: credential resolved at egress MUST NOT "
            "enter a derived entry", _swap(deriver=_DerivesEgress)),
     Mutant("reresolves-on-fork", "§E: a fork of the eval run MUST NOT resolve the source "
-           "again", _swap(forks=_ReresolvesOnFork)),
+           "again", _swap(forks=ReresolvesOnFork)),
     Mutant("keeps-copy-after-erasure", "Security: the derived copy is erased with its "
            "source", lambda: Components(copies=KeepsCopies)),
     Mutant("omits-echo", "§E: eval.started MUST carry fixtureRuns when the request did",
