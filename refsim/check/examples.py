@@ -701,7 +701,7 @@ def inapplicable_because(host: SimHost) -> str | None:
     if discovery.status != 200 or not isinstance(discovery.json, dict):
         return (f"{where} answered discovery {discovery.status}; it advertises nothing "
                 "readable, and the row names no profile of its own")
-    if judges._facet(discovery.json).get("recordedFixtures") is not True:
+    if judges.eval_suite_facet(discovery.json).get("recordedFixtures") is not True:
         return (f"{where} does not advertise agents.evalSuite.recordedFixtures in "
                 "GET /.well-known/openwop, and the row names no profile of its own")
     return None

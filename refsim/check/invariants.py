@@ -191,7 +191,7 @@ def gate(host: SimHost) -> str | None:
     discovery = host.request("GET", "/.well-known/openwop")
     if discovery.status != 200 or not isinstance(discovery.json, dict):
         return f"discovery answered {discovery.status}; the host advertises nothing readable"
-    if judges._facet(discovery.json).get("recordedFixtures") is not True:
+    if judges.eval_suite_facet(discovery.json).get("recordedFixtures") is not True:
         return "the host does not advertise agents.evalSuite.recordedFixtures"
     return None
 
@@ -760,7 +760,7 @@ def check_facet_implies_matching(host: SimHost) -> list[Finding]:
     discovery = a.discovery()
     out = [check(req, discovery.status == 200, f"discovery answered {discovery.status}")]
     out.append(judges.facet_implies_matching(req, discovery.json))
-    facet = judges._facet(discovery.json)
+    facet = judges.eval_suite_facet(discovery.json)
     if facet.get("recordedFixtures") is True:
         source = _eval(a, SOURCE)
         out += _controls(req, source, "the source run")

@@ -281,7 +281,7 @@ def eval_order(req: str, events: Sequence[Mapping[str, Any]]) -> list[Finding]:
 
 def facet_implies_matching(req: str, discovery: Any) -> Finding:
     """§A: recordedFixtures is advertised only together with fixtureMatching."""
-    facet = _facet(discovery)
+    facet = eval_suite_facet(discovery)
     if not facet.get("recordedFixtures"):
         return ok(req, "recordedFixtures is not advertised, so nothing is implied", facet)
     return check(req, facet.get("fixtureMatching") is True,
@@ -290,7 +290,7 @@ def facet_implies_matching(req: str, discovery: Any) -> Finding:
                  "recordedFixtures is advertised without fixtureMatching", facet)
 
 
-def _facet(discovery: Any) -> dict[str, Any]:
+def eval_suite_facet(discovery: Any) -> dict[str, Any]:
     if not isinstance(discovery, dict):
         return {}
     agents = discovery.get("agents")

@@ -54,7 +54,7 @@ def gate(discovery: Response) -> str | None:
     """The reason the host legs do not apply, or None when they do."""
     if discovery.status != 200 or not isinstance(discovery.json, dict):
         return f"discovery answered {discovery.status}; the host advertises nothing readable"
-    facet = judges._facet(discovery.json)
+    facet = judges.eval_suite_facet(discovery.json)
     if facet.get("recordedFixtures") is not True:
         return "the host does not advertise agents.evalSuite.recordedFixtures"
     if facet.get("fixtureMatching") is not True:

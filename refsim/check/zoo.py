@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from refsim.domain.canonical import canonical
 from refsim.domain.core import (
     Components,
     Echo,
@@ -188,7 +189,6 @@ class _LifoMatcher(FixtureMatcher):
 
 
 def _same(a: Any, b: Any) -> bool:
-    from refsim.domain.canonical import canonical
     return canonical(a) == canonical(b)
 
 
@@ -204,17 +204,14 @@ class _NeverConsumesMatcher(FixtureMatcher):
         return found
 
 
-class _Planner(TaskPlanner):
-    matcher: type[FixtureMatcher] = FixtureMatcher
+class _MatcherPlanner(TaskPlanner):
+    """The reference planner with another matcher class."""
+
+    def __init__(self, matcher: type[FixtureMatcher]) -> None:
+        self.matcher = matcher
 
     def make_matcher(self, entries: tuple[FixtureEntry, ...]) -> FixtureMatcher:
         return self.matcher(entries)
-
-
-def _planner_with(matcher: type[FixtureMatcher]) -> TaskPlanner:
-    planner = _Planner()
-    planner.matcher = matcher
-    return planner
 
 
 def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
@@ -260,11 +257,11 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("words-non-terminal-differently", "§C: every unusable source gets the same refusal",
            _swap(rules=_WordsNonTerminalDifferently)),
     Mutant("serves-out-of-order", "§D/RFC 0244: the first unconsumed match in sequence order",
-           lambda: Components(planner=_planner_with(_LifoMatcher))),
+           lambda: Components(planner=_MatcherPlanner(_LifoMatcher))),
     Mutant("no-per-trial-reset", "§D/RFC 0244: consumption resets at every trial",
-           lambda: Components(planner=_planner_with(_NoResetMatcher))),
+           lambda: Components(planner=_MatcherPlanner(_NoResetMatcher))),
     Mutant("never-consumes", "§D/RFC 0244: a served entry is consumed",
-           lambda: Components(planner=_planner_with(_NeverConsumesMatcher))),
+           lambda: Components(planner=_MatcherPlanner(_NeverConsumesMatcher))),
 )
 
 

@@ -98,6 +98,12 @@ def parse_segment(segment: str, default_tenant: str | None = None) -> RunId | No
         bound = unproject(segment)
     except (ProjectionError, UnicodeError):  # a dangling escape, or a lone surrogate
         return None
+    return parse_decoded(bound, default_tenant)
+
+
+def parse_decoded(bound: str, default_tenant: str | None = None) -> RunId | None:
+    """`parse_segment` after the segment is unprojected: the bound form, or a bare opaque
+    segment under `default_tenant`."""
     parsed = parse_bound(bound)
     if parsed is None and default_tenant is not None and OPAQUE_RE.fullmatch(bound):
         return RunId(default_tenant, bound)

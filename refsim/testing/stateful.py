@@ -251,13 +251,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     def record_eval_source(self, tenant: str, lane: str, script: list[Any]) -> str:
         suite = self._suite(tenant, script, source=True)
         r = self._session(tenant).create(eval_body(suite, agent_id=lane))
-        run_id = self._created_id(tenant, r, "an eval source run")
-        run = self._record(ModelRun(run_id, tenant, "eval", lane, True, script=script))
-        self.model.run_live(tenant, lane, script, run.calls, run.invoked)
-        self._count("source:eval")
-        self._count_source(run)
-        note(f"{tenant} recorded eval source {run_id} on lane {lane}: {script}")
-        return run_id
+        return self._recorded_source(tenant, "eval", lane, script, r)
 
     @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=ANY_SCRIPTS)
     def record_workflow_source(self, tenant: str, lane: str, script: list[Any]) -> str:
@@ -265,12 +259,17 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             script = counter_only(script)
         r = self._session(tenant).workflow("conformance-agent-call",
                                            {"agentId": lane, "script": script})
-        run_id = self._created_id(tenant, r, "a workflow source run")
-        run = self._record(ModelRun(run_id, tenant, "workflow", lane, True, script=script))
+        return self._recorded_source(tenant, "workflow", lane, script, r)
+
+    def _recorded_source(self, tenant: str, kind: str, lane: str, script: list[Any],
+                         r: Response) -> str:
+        """Model a live source run the host just created, and count what it holds."""
+        run_id = self._created_id(tenant, r, f"a {kind} source run")
+        run = self._record(ModelRun(run_id, tenant, kind, lane, True, script=script))
         self.model.run_live(tenant, lane, script, run.calls, run.invoked)
-        self._count("source:workflow")
+        self._count("source:" + kind)
         self._count_source(run)
-        note(f"{tenant} recorded workflow source {run_id} on lane {lane}: {script}")
+        note(f"{tenant} recorded {kind} source {run_id} on lane {lane}: {script}")
         return run_id
 
     def _count_source(self, run: ModelRun) -> None:

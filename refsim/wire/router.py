@@ -17,7 +17,14 @@ import attrs
 from refsim import __version__, schemas
 from refsim.domain.canonical import canonical, sha256_hex
 from refsim.domain.core import WORKFLOWS, HostCore
-from refsim.domain.ids import TENANT_RE, WORKSPACE_RE, RunId, parse_segment
+from refsim.domain.ids import (
+    TENANT_RE,
+    WORKSPACE_RE,
+    ProjectionError,
+    RunId,
+    parse_decoded,
+    unproject,
+)
 from refsim.domain.owners import Owner, Tenant
 from refsim.domain.refusals import Refusal, not_found, state_conflict, validation
 from refsim.domain.runs import SCHEMA_VERSION, RunRecord
@@ -264,13 +271,13 @@ class Router:
 
     @staticmethod
     def _parse_run_segment(caller: Owner, segment: str) -> RunId | Refusal:
-        if "~" in segment or "%" in segment:
-            from refsim.domain.ids import ProjectionError, unproject
-            try:
-                unproject(segment)
-            except ProjectionError:
+        try:
+            bound = unproject(segment)  # decoded once, here
+        except ProjectionError:
+            if "~" in segment or "%" in segment:
                 return validation("the run id segment has an escape that is not two hex digits")
-        rid = parse_segment(segment, default_tenant=caller.tenant)
+            return not_found()
+        rid = parse_decoded(bound, default_tenant=caller.tenant)
         if rid is None:
             return not_found()
         return rid
