@@ -1,4 +1,4 @@
-"""The `refsim` command line: check, conformance, examples, invariants, list, smoke."""
+"""The `refsim` command line: check, conformance, examples, invariants, list, demo, doc."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 from refsim.domain.profile import PROFILES, profile_named
 from refsim.wire.client import HostClient
@@ -14,9 +15,28 @@ from refsim.wire.client import HostClient
 EXIT_USAGE = 2
 
 
-def _smoke(args: argparse.Namespace) -> int:
-    from refsim.demo import smoke_run
-    return smoke_run(profile_named(args.profile), seed=args.seed, out=sys.stdout)
+def _demo(args: argparse.Namespace) -> int:
+    from refsim.demo import run_demo, summary_lines
+
+    def pause() -> None:
+        input("\n   [Enter] for the next chapter, Ctrl-C to stop ")
+
+    stepping = args.step and sys.stdin.isatty()
+    if args.step and not stepping:
+        print("(--step ignored: stdin is not a terminal)")
+    result = run_demo(seed=args.seed, profile=profile_named(args.profile),
+                      echo=print, pause=pause if stepping else None)
+    for line in summary_lines(result):
+        print(line)
+    base = Path(args.out)
+    try:
+        folder = result.write(base)
+    except OSError as e:
+        print(f"refsim demo: cannot write the demo folder under {base}: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {folder}  (report.md, history.jsonl, report.json, timeline.txt); "
+          f"{base / 'latest'} points at it")
+    return 130 if result.interrupted else 0 if result.passed else 1
 
 
 def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
@@ -193,10 +213,16 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--only", action="append", metavar="NAME",
                          help="only this faulty host (repeatable)")
     mutants.set_defaults(func=_mutants)
-    smoke = sub.add_parser("smoke", help="record, replay and drift once on the built-in host")
-    smoke.add_argument("--profile", default="reference", choices=sorted(PROFILES))
-    smoke.add_argument("--seed", type=int, default=0)
-    smoke.set_defaults(func=_smoke)
+    demo = sub.add_parser("demo", help="a narrated walk through RFC 0252 on the built-in "
+                                       "host; writes a report folder")
+    demo.add_argument("--out", default="refsim-demo", metavar="DIR",
+                      help="where the run folders and the `latest` link go "
+                           "(default: ./refsim-demo)")
+    demo.add_argument("--step", action="store_true",
+                      help="wait for Enter between chapters (when stdin is a terminal)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--profile", default="reference", choices=sorted(PROFILES))
+    demo.set_defaults(func=_demo)
     from refsim import cli_http
     cli_http.register(sub)
     return parser

@@ -1,0 +1,213 @@
+"""`refsim demo`: the narrated walk, its folder, its determinism, and that it notices faults."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from refsim.check.registry import load_registry
+from refsim.check.zoo import mutant
+from refsim.cli import main
+from refsim.demo import LEGS, run_demo
+from refsim.demo.report import FILES, point_latest
+from refsim.domain.profile import PROFILES
+
+TITLES = ("Two tenants", "records a source run", "The replay", "Drift fails closed",
+          "Four unusable sources", "Requests that cannot mean anything", "Erasing the source")
+
+
+def _folders(base: Path) -> list[Path]:
+    return sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink())
+
+
+def test_demo_command_exits_zero_names_every_leg_and_writes_its_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for leg in LEGS:
+        assert leg in out
+    for title in TITLES:
+        assert title in out
+    assert "verdict: all" in out and "checks held" in out
+    (folder,) = _folders(tmp_path)
+    assert str(folder) in out
+    assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
+    latest = tmp_path / "latest"
+    assert latest.is_symlink() and latest.resolve() == folder.resolve()
+
+
+def test_report_md_reads_on_its_own(tmp_path: Path) -> None:
+    result = run_demo(seed=0)
+    folder = result.write(tmp_path)
+    md = (folder / "report.md").read_text(encoding="utf-8")
+    assert md.startswith("# refsim demo: RFC 0252")
+    assert "An eval task takes its fixtures from a recorded run" in md
+    for leg in LEGS:  # the legs table names each with its title from the registry
+        assert f"`{leg}` | {load_registry().requirement(leg).title} |" in md
+    for number, title in enumerate(TITLES, 1):
+        assert f"## {number}. " in md and title in md
+    assert md.count("```text") == len(TITLES)  # each chapter shows its exchanges
+    assert "✗" not in md and "all 53 checks held" in md
+    for run_id in result.run_labels():
+        assert f"`{run_id}`" in md  # every run the timeline labels is named in the report
+    for name in FILES:
+        assert f"`{name}`" in md
+
+
+def test_same_seed_writes_identical_files_and_another_seed_does_not(tmp_path: Path) -> None:
+    base = tmp_path / "seven"
+    for _ in range(2):
+        assert main(["demo", "--out", str(base), "--seed", "7"]) == 0
+    assert main(["demo", "--out", str(tmp_path / "other"), "--seed", "8"]) == 0
+    first, second = _folders(base)
+    assert first.name != second.name
+    for name in FILES:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    (other,) = _folders(tmp_path / "other")
+    assert (other / "history.jsonl").read_bytes() != (first / "history.jsonl").read_bytes()
+    assert (base / "latest").resolve() == second.resolve()
+
+
+def test_history_holds_every_request_response_and_event() -> None:
+    result = run_demo(seed=0)
+    lines = [json.loads(line) for line in result.client.history_jsonl().decode().splitlines()]
+    exchanges = [x for x in lines if x["kind"] == "exchange"]
+    events = [x["event"] for x in lines if x["kind"] == "event"]
+    assert len(exchanges) == len(result.client.exchanges)
+    assert [x["seq"] for x in exchanges] == list(range(1, len(exchanges) + 1))
+    for x in exchanges:
+        assert set(x["request"]) >= {"method", "path", "tenant"}
+        assert set(x["response"]) == {"status", "headers", "body"}
+        assert "hk_test" not in json.dumps(x["request"])  # tenants by name, never keys
+    host = result.client.host
+    every = [e.to_json() for run in host.core.runs.values() for e in run.events]
+    assert sorted(e["eventId"] for e in events) == sorted(e["eventId"] for e in every)
+    assert {x["chapter"] for x in lines} == {c.slug for c in result.chapters}
+
+
+def test_every_requirement_the_demo_names_is_registered() -> None:
+    registry = load_registry()
+    named = {r for c in run_demo().chapters for r in c.requirements}
+    named |= {f.requirement_id for c in run_demo().chapters for f in c.findings}
+    assert set(LEGS) <= named
+    assert registry.unknown_ids(named) == []
+
+
+@pytest.mark.parametrize(("name", "chapter"), [
+    ("foreign-403", "refusals"),
+    ("echoes-id", "refusals"),
+    ("accepts-non-terminal", "refusals"),
+    ("words-non-terminal-differently", "refusals"),
+    ("serves-miss-live", "drift"),
+    ("omits-echo", "replay"),
+    ("ignores-fixture-runs", "replay"),
+    ("accepts-without-mode", "fields"),
+    ("keeps-copy-after-erasure", "erasure"),
+])
+def test_demo_on_a_faulty_host_fails_the_chapter_that_shows_the_fault(
+        name: str, chapter: str, tmp_path: Path) -> None:
+    result = run_demo(components=mutant(name).components())
+    assert not result.passed
+    failing = [c.slug for c in result.chapters if not c.passed]
+    assert chapter in failing
+    assert "checks failed" in result.verdict()
+    md = result.write(tmp_path).joinpath("report.md").read_text(encoding="utf-8")
+    assert "✗ **FAILED**" in md
+
+
+def test_a_host_without_recorded_fixtures_skips_with_the_reason(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["demo", "--profile", "no-recorded-fixtures", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: the host does not advertise agents.evalSuite.recordedFixtures" in out
+    result = run_demo(profile=PROFILES["no-recorded-fixtures"])
+    assert [c.skipped is None for c in result.chapters] == [True] + [False] * 6
+    assert "6 chapter(s) skipped" in result.verdict()
+
+
+def test_step_waits_between_chapters_on_a_terminal(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    prompts: list[str] = []
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt="": prompts.append(prompt) or "")
+    assert main(["demo", "--step", "--out", str(tmp_path)]) == 0
+    assert len(prompts) == len(TITLES) - 1
+
+
+def test_step_is_ignored_without_a_terminal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    def refuse(prompt: str = "") -> str:
+        raise AssertionError("input() called without a terminal")
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    monkeypatch.setattr("builtins.input", refuse)
+    assert main(["demo", "--step", "--out", str(tmp_path)]) == 0
+    assert "--step ignored: stdin is not a terminal" in capsys.readouterr().out
+
+
+def test_ctrl_c_at_a_pause_keeps_what_ran(monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    def stop(prompt: str = "") -> str:
+        raise KeyboardInterrupt
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", stop)
+    assert main(["demo", "--step", "--out", str(tmp_path)]) == 130
+    (folder,) = _folders(tmp_path)
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    assert [c["slug"] for c in report["chapters"]] == ["tenants"]
+    assert report["passed"] is False and "interrupted" in report["verdict"]
+
+
+def test_an_unwritable_out_is_a_clear_error(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main(["demo", "--out", str(blocker)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refsim demo: cannot write the demo folder under") and "Trace" not in err
+
+
+def test_latest_that_is_a_real_folder_is_not_clobbered(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "latest").mkdir()
+    (tmp_path / "latest" / "keep").write_text("mine")
+    assert main(["demo", "--out", str(tmp_path)]) == 2
+    assert (tmp_path / "latest" / "keep").read_text() == "mine"
+    assert "is a directory, not a link" in capsys.readouterr().err
+
+
+def test_latest_falls_back_to_a_file_where_links_fail(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_links(src: str, dst: object) -> None:
+        raise OSError("symlinks not supported here")
+    monkeypatch.setattr("os.symlink", no_links)
+    point_latest(tmp_path, "20261130T000000Z-seed0")
+    assert (tmp_path / "latest").read_text() == "20261130T000000Z-seed0\n"
+
+
+def test_replay_moves_no_counter_and_drift_fails_closed_without_the_demo() -> None:
+    """The same story told with bare requests, so a demo bug cannot hide a host bug."""
+    from refsim import SimHost
+    host = SimHost(seed=0)
+    key, recorder = "hk_test_acme", "conformance.eval:recorder"
+
+    def count() -> int:
+        r = host.request("GET", "/conformance/seams/eval-counter?key=recorded-fixtures",
+                         api_key=key)
+        return int(r.json["count"])
+
+    src = host.request("POST", "/runs", api_key=key, json={
+        "mode": "eval", "evalSuiteRef": "conformance-eval-recorded-source", "agentId": recorder})
+    assert src.status == 201
+    assert count() == 1
+    for suite, misses, passed in (("conformance-eval-recorded-replay", 0, True),
+                                  ("conformance-eval-recorded-drift", 1, False)):
+        r = host.request("POST", "/runs", api_key=key, json={
+            "mode": "eval", "evalSuiteRef": suite, "agentId": recorder,
+            "fixtureRuns": {"record": src.json["runId"]}})
+        assert r.status == 201
+        summary = host.request("GET", r.json["statusUrl"] + "/eval-summary", api_key=key).json
+        assert summary["tasks"][0]["fixtureMissCount"] == misses
+        assert summary["tasks"][0]["passed"] is passed
+        assert count() == 1
