@@ -39,6 +39,39 @@ def _demo(args: argparse.Namespace) -> int:
     return 130 if result.interrupted else 0 if result.passed else 1
 
 
+def _doc(args: argparse.Namespace) -> int:
+    from refsim.doc import DEFAULT_OUT, render
+    out = Path(args.out) if args.out else DEFAULT_OUT
+    try:
+        text = render()
+    except (OSError, ValueError) as e:
+        print(f"refsim doc: cannot render the reference: {e}", file=sys.stderr)
+        return 2
+    try:
+        current = out.read_text(encoding="utf-8") if out.exists() else None
+    except OSError as e:
+        print(f"refsim doc: cannot read {out}: {e}", file=sys.stderr)
+        return 2
+    if args.check:
+        if current == text:
+            print(f"{out} is current")
+            return 0
+        print(f"{out} is stale: run `refsim doc` to regenerate it from specs/ and "
+              "invariants/", file=sys.stderr)
+        return 1
+    if current == text:
+        print(f"{out} is already current")
+        return 0
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        print(f"refsim doc: cannot write {out}: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({len(text.splitlines())} lines)")
+    return 0
+
+
 def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     from refsim.check import report
     from refsim.check.assume import AssumptionError, parse
@@ -223,6 +256,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--profile", default="reference", choices=sorted(PROFILES))
     demo.set_defaults(func=_demo)
+    doc = sub.add_parser("doc", help="regenerate specs/REFERENCE.md from specs/ and invariants/")
+    doc.add_argument("--check", action="store_true",
+                     help="write nothing; exit 1 if the file is stale")
+    doc.add_argument("--out", metavar="PATH", help="write here instead of specs/REFERENCE.md")
+    doc.set_defaults(func=_doc)
     from refsim import cli_http
     cli_http.register(sub)
     return parser

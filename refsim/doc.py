@@ -1,0 +1,195 @@
+"""`refsim doc`: specs/REFERENCE.md, rendered from the data the checker itself runs on.
+
+Requirements, rules, example rows, invariants, assumptions and error codes all come from
+`specs/` and `invariants/`; the file is never edited by hand, and a test fails when it is
+stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from refsim import paths
+from refsim.check.examples import Example, load_examples
+from refsim.check.invariants import Invariant, load_invariants
+from refsim.check.registry import Registry, Requirement, load_registry
+from refsim.registry_codes import registry as error_registry
+
+DEFAULT_OUT = paths.SPECS / "REFERENCE.md"
+ANSWERS = paths.SPECS / "error-answers.yaml"
+SOURCES = ("specs/requirements.yaml", "specs/examples/", "invariants/invariants.yaml",
+           "specs/assumptions.yaml", "specs/error-answers.yaml", "specs/error-registry.json")
+
+
+@attrs.frozen
+class Answer:
+    """One code of specs/error-answers.yaml: an HTTP answer (status set) or a tool error."""
+
+    code: str
+    status: int | None
+    when: tuple[str, ...]
+    only_under: str | None = None
+
+
+def _answer(raw: Any, where: str, *, http: bool) -> Answer:
+    if not isinstance(raw, dict) or not isinstance(raw.get("code"), str):
+        raise ValueError(f"{where}: each entry is a mapping with a string code")
+    code = raw["code"]
+    allowed = {"code", "status", "when", "only_under"} if http else {"code", "when"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ValueError(f"{where}: {code}: unknown field(s) {', '.join(unknown)}")
+    when = raw.get("when")
+    if not isinstance(when, list) or not when or not all(
+            isinstance(w, str) and w.strip() for w in when):
+        raise ValueError(f"{where}: {code}: `when` must list at least one situation")
+    status = raw.get("status")
+    if http and (not isinstance(status, int) or isinstance(status, bool)):
+        raise ValueError(f"{where}: {code}: `status` must be an HTTP status")
+    only = raw.get("only_under")
+    if only is not None and not isinstance(only, str):
+        raise ValueError(f"{where}: {code}: `only_under` must be NAME=VALUE")
+    return Answer(code, status if http else None, tuple(" ".join(w.split()) for w in when),
+                  only)
+
+
+def load_answers(path: Path | None = None) -> tuple[tuple[Answer, ...], tuple[Answer, ...]]:
+    """(HTTP answers, tool errors) from specs/error-answers.yaml, validated."""
+    path = path or ANSWERS
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a mapping with `answers` and `tool_errors`")
+    out: list[tuple[Answer, ...]] = []
+    for key, http in (("answers", True), ("tool_errors", False)):
+        rows = doc.get(key)
+        if not isinstance(rows, list):
+            raise ValueError(f"{path}: `{key}` must be a list")
+        parsed = tuple(_answer(r, f"{path}: {key}[{i}]", http=http) for i, r in enumerate(rows))
+        codes = [a.code for a in parsed]
+        if len(set(codes)) != len(codes):
+            raise ValueError(f"{path}: `{key}` lists a code twice")
+        out.append(parsed)
+    return out[0], out[1]
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _requirement(q: Requirement, reg: Registry, examples: Sequence[Example],
+                 invariants: Sequence[Invariant]) -> list[str]:
+    out = [f"### `{q.id}`", "", f"{q.title}.", "",
+           f"Section {q.section} · level **{q.level}** · witness class `{q.witness}`", ""]
+    if q.rules:
+        out.append("Rules:")
+        out += [f"- **{r}** ({reg.rule(r).section}, {reg.rule(r).level}): "
+                f"{_cell(reg.rule(r).text)}" for r in q.rules]
+        out.append("")
+    out.append("Checks: " + (", ".join(f"`{c}`" for c in q.checks) or "none") + ".")
+    rows = [e for e in examples if e.requirement_id == q.id]
+    if rows:
+        out += ["", "Example rows:"]
+        out += [f"- `{e.id}`" + (f" (profile `{e.profile}`)" if e.profile else "")
+                + f": {_cell(e.title)}" for e in rows]
+    rows_i = [i for i in invariants if i.requirement_id == q.id]
+    if rows_i:
+        out += ["", "Invariants:"]
+        out += [f"- `{i.id}` ({i.tier}, {i.severity}, `{i.witness}`), checked by "
+                f"`{i.check}`" for i in rows_i]
+    out.append("")
+    return out
+
+
+def _rules(reg: Registry) -> list[str]:
+    out = ["| rule | section | level | witness class | text | covered by |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for r in reg.rules:
+        covering = reg.covering(r)
+        if covering:
+            cover = ", ".join(f"`{q.short}`" for q in covering)
+        elif r.exempt:
+            cover = f"not coverable: {_cell(r.rationale or '')}"
+        else:
+            cover = "**uncovered**" if r.is_obligation else "no check"
+        out.append(f"| {r.id} | {r.section} | {r.level} | `{r.witness}` | {_cell(r.text)} | "
+                   f"{cover} |")
+    return out
+
+
+def _assumptions(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for a in rows:
+        out += [f"### `{a['id']}`", "", _cell(a["question"]), "",
+                f"- **Reading** (`{a['default']}`): {_cell(a['reading'])}"]
+        for alt in a.get("alternatives") or []:
+            flip = f" `--assume {a['id']}={alt['value']}`" if a.get("assumable") else ""
+            out.append(f"- **Instead** (`{alt['value']}`){flip}: {_cell(alt['reading'])}")
+        if a.get("note"):
+            out.append(f"- **Note:** {_cell(a['note'])}")
+        out.append(f"- **Source:** {_cell(a['source'])}")
+        decided = a.get("decided_in") or []
+        if decided:
+            out.append("- **Decided in:** " + ", ".join(f"`{d}`" for d in decided))
+        out.append("")
+    return out
+
+
+def _errors(answers: Sequence[Answer], tool_errors: Sequence[Answer]) -> list[str]:
+    registered = error_registry()
+    out = ["Every refusal is `{\"error\": code, \"message\": …, \"details\"?: …}` at the "
+           "code's registered status. These are all the codes the host answers with:", "",
+           "| status | code | when |", "| --- | --- | --- |"]
+    for a in sorted(answers, key=lambda a: (a.status or 0, a.code)):
+        status = f"{a.status}" + ("" if registered.get(a.code) == a.status
+                                  else " (**not the registered status**)")
+        only = f" Only under `--assume {a.only_under}`." if a.only_under else ""
+        out.append(f"| {status} | `{a.code}` | " + " ".join(
+            f"({i}) {_cell(w)}" if len(a.when) > 1 else _cell(w)
+            for i, w in enumerate(a.when, 1)) + only + " |")
+    out += ["", "### Tool error codes", "",
+            "Not HTTP answers: the `error.code` an agent sees in `agent.tool-returned`.", "",
+            "| code | when |", "| --- | --- |"]
+    out += [f"| `{a.code}` | " + " ".join(_cell(w) for w in a.when) + " |" for a in tool_errors]
+    return out
+
+
+def render() -> str:
+    reg = load_registry()
+    examples = load_examples()
+    invariants = load_invariants()
+    assumptions = yaml.safe_load((paths.SPECS / "assumptions.yaml").read_text(
+        encoding="utf-8"))["assumptions"]
+    answers, tool_errors = load_answers()
+    out = ["# RFC 0252 in refsim: the reference", "",
+           "<!-- Generated by `refsim doc`. Do not edit: edit the sources below, then run "
+           "`refsim doc`. tests/test_doc.py fails while this file is stale. -->", "",
+           "Generated from " + ", ".join(f"`{s}`" for s in SOURCES) + ". RFC 0252, *An eval "
+           "task takes its fixtures from a recorded run*, is the specification; the rule ids "
+           "(R1…R22, S1…S5, UQ1…UQ5, IMPL1) number its normative lines in the order it "
+           "states them.", "",
+           f"- [Requirements](#requirements): {len(reg.requirements)} ids, the checks that "
+           "emit each, its example rows and invariants",
+           f"- [Rules](#rules): {len(reg.rules)} normative lines and what covers them",
+           f"- [Assumptions](#assumptions): {len(assumptions)} readings of open points, "
+           f"{sum(bool(a.get('assumable')) for a in assumptions)} of them flippable",
+           f"- [Error codes](#error-codes): {len(answers)} HTTP codes and "
+           f"{len(tool_errors)} tool error codes", "",
+           "## Requirements", "",
+           "Check kinds: `scenario:` a leg of v2-eval-recorded-fixtures, `example:` a row of "
+           "`specs/examples/`, `invariant:` a row of `invariants/invariants.yaml`, `machine:` "
+           "a rule of the stateful machine.", ""]
+    for q in reg.requirements:
+        out += _requirement(q, reg, examples, invariants)
+    out += ["## Rules", "", *_rules(reg)]
+    out += ["", "## Assumptions", "",
+            "Where no source settles a point, refsim takes the reading below. Those with "
+            "another value to try flip with `refsim check --assume NAME=VALUE`.", ""]
+    out += _assumptions(assumptions)
+    out += ["## Error codes", "", *_errors(answers, tool_errors)]
+    return "\n".join(out).rstrip("\n") + "\n"
+

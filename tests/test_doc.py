@@ -1,0 +1,173 @@
+"""`refsim doc` and specs/REFERENCE.md: current, complete, and honest about error codes."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+import refsim.wire.router as router_module
+from refsim import paths
+from refsim.check.assume import parse
+from refsim.check.examples import load_examples
+from refsim.check.invariants import load_invariants
+from refsim.check.registry import load_registry
+from refsim.check.runner import Target, run_parts
+from refsim.cli import main
+from refsim.demo import run_demo
+from refsim.doc import DEFAULT_OUT, _answer, load_answers, render
+from refsim.domain.refusals import Refusal
+from refsim.registry_codes import registry
+
+ROOT = Path(__file__).resolve().parent.parent
+# Where the host decides what goes on the wire; refsim/check and refsim/testing only judge.
+HOST_SOURCES = [*sorted((ROOT / "refsim" / "domain").glob("*.py")),
+                *sorted((ROOT / "refsim" / "wire").glob("*.py")), ROOT / "refsim" / "host.py"]
+
+
+def test_the_committed_reference_is_current() -> None:
+    assert DEFAULT_OUT.read_text(encoding="utf-8") == render(), \
+        "specs/REFERENCE.md is stale: run `refsim doc`"
+
+
+def test_doc_check_passes_on_the_committed_file_and_fails_on_a_stale_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doc", "--check"]) == 0
+    copy = tmp_path / "REFERENCE.md"
+    assert main(["doc", "--out", str(copy)]) == 0
+    assert copy.read_text(encoding="utf-8") == DEFAULT_OUT.read_text(encoding="utf-8")
+    assert main(["doc", "--check", "--out", str(copy)]) == 0
+    copy.write_text(copy.read_text(encoding="utf-8").replace("MUST", "MAY", 1), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["doc", "--check", "--out", str(copy)]) == 1
+    assert "is stale: run `refsim doc`" in capsys.readouterr().err
+    assert main(["doc", "--check", "--out", str(tmp_path / "missing.md")]) == 1
+
+
+def test_a_spec_edit_shows_up_in_the_reference(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is rendered from the data: change the data and the reference changes."""
+    answers = yaml.safe_load((paths.SPECS / "error-answers.yaml").read_text(encoding="utf-8"))
+    answers["answers"][0]["when"].append("a situation a spec author just added")
+    edited = tmp_path / "error-answers.yaml"
+    edited.write_text(yaml.safe_dump(answers), encoding="utf-8")
+    monkeypatch.setattr("refsim.doc.ANSWERS", edited)
+    assert "a situation a spec author just added" in render()
+    assert main(["doc", "--check"]) == 1
+
+
+def test_the_reference_names_every_requirement_rule_row_invariant_and_assumption() -> None:
+    text = render()
+    reg = load_registry()
+    for q in reg.requirements:
+        assert f"### `{q.id}`" in text
+    for r in reg.rules:
+        assert f"| {r.id} | {r.section} |" in text
+    for e in load_examples():
+        assert f"- `{e.id}`" in text, e.id
+    for i in load_invariants():
+        assert f"- `{i.id}` ({i.tier}" in text, i.id
+    doc = yaml.safe_load((paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))
+    for a in doc["assumptions"]:
+        assert f"### `{a['id']}`" in text
+        if a.get("assumable"):
+            for alt in a.get("alternatives") or []:
+                assert f"`--assume {a['id']}={alt['value']}`" in text
+
+
+def test_every_answer_is_registered_at_its_status() -> None:
+    answers, _ = load_answers()
+    codes = registry()
+    for a in answers:
+        assert codes.get(a.code) == a.status, f"{a.code} is not registered at {a.status}"
+
+
+@pytest.mark.parametrize(("raw", "problem"), [
+    ({"code": "x", "status": 400}, "`when` must list"),
+    ({"code": "x", "status": 400, "when": []}, "`when` must list"),
+    ({"code": "x", "status": "400", "when": ["w"]}, "`status` must be"),
+    ({"code": "x", "status": 400, "when": ["w"], "extra": 1}, "unknown field"),
+    ("validation_error", "a mapping with a string code"),
+])
+def test_a_malformed_answer_row_is_a_clear_error(raw: object, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        _answer(raw, "answers[0]", http=True)
+
+
+def _literals(files: list[Path]) -> set[str]:
+    found: set[str] = set()
+    for file in files:
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.add(node.value)
+    return found
+
+
+def _tool_error_codes(files: list[Path]) -> set[str]:
+    """Codes the host puts in a tool result's error: `ToolResult.err("code", …)` and
+    `{"code": "…"}` literals."""
+    found: set[str] = set()
+    for file in files:
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "err" and node.args \
+                    and isinstance(node.args[0], ast.Constant):
+                found.add(str(node.args[0].value))
+            if isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == "code" \
+                            and isinstance(value, ast.Constant):
+                        found.add(str(value.value))
+    return found
+
+
+def test_every_code_the_host_source_can_answer_with_is_listed() -> None:
+    answers, tool_errors = load_answers()
+    listed = {a.code for a in answers} | {a.code for a in tool_errors}
+    in_source = _literals(HOST_SOURCES) & set(registry())
+    assert in_source - listed == set()
+    assert _tool_error_codes(HOST_SOURCES) - {a.code for a in tool_errors} == set()
+
+
+@pytest.fixture
+def wire_codes(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[tuple[int, str]]]:
+    """Every (status, code) the router puts on the wire while the test runs."""
+    seen: set[tuple[int, str]] = set()
+    guard = router_module.checked
+
+    def spy(refusal: Refusal) -> Refusal:
+        out = guard(refusal)
+        seen.add((out.status, out.code))
+        return out
+    monkeypatch.setattr(router_module, "checked", spy)
+    yield seen
+
+
+def test_every_code_a_full_check_and_the_demo_meet_is_listed_and_none_is_padding(
+        wire_codes: set[tuple[int, str]]) -> None:
+    run_parts(Target(), ("conformance", "examples", "invariants"))
+    run_demo()
+    answers, _ = load_answers()
+    listed = {(a.status, a.code) for a in answers}
+    assert wire_codes, "the spy saw no refusal at all"
+    assert wire_codes - listed == set()
+    # No entry is padding: each is met on the wire or named in the host's source.
+    reachable = {c for _, c in wire_codes} | _literals(HOST_SOURCES) | {
+        a.only_under.split("=", 1)[1] for a in answers if a.only_under}
+    assert {a.code for a in answers} - reachable == set()
+    # A code that needs a reading never appears without it.
+    assert not {a.code for a in answers if a.only_under} & {c for _, c in wire_codes}
+
+
+def test_a_code_that_needs_a_reading_appears_under_it(
+        wire_codes: set[tuple[int, str]]) -> None:
+    answers, _ = load_answers()
+    for a in answers:
+        if a.only_under is None:
+            continue
+        wire_codes.clear()
+        run_parts(Target(readings=tuple(parse([a.only_under]))), ("examples",), "gone-copy")
+        assert (a.status, a.code) in wire_codes, a.code
