@@ -211,3 +211,15 @@ def test_replay_moves_no_counter_and_drift_fails_closed_without_the_demo() -> No
         assert summary["tasks"][0]["fixtureMissCount"] == misses
         assert summary["tasks"][0]["passed"] is passed
         assert count() == 1
+
+
+def test_timeline_labels_the_runs_and_what_each_request_named() -> None:
+    result = run_demo(seed=0)
+    text = result.timeline()
+    labels = result.run_labels()
+    assert len(labels) == 6
+    for run_id, label in labels.items():
+        assert f"  {label:<4} {run_id}" in text
+    assert "fixtureRuns record→R1 → 201 R2" in text  # the replay names the source
+    assert "fixtureRuns record→a run that does not exist → 400 validation_error" in text
+    assert "fork → 404 replay_source_missing" in text

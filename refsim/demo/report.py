@@ -108,7 +108,11 @@ class DemoRun:
             answer = x.response.get("error") if isinstance(x.response, dict) and \
                 "error" in x.response else labels.get(
                     str(x.response.get("runId")) if isinstance(x.response, dict) else "", "")
-            out.append(clip(f"{x.seq:>4} [{x.chapter}] {x.tenant} {x.method} {x.path} "
+            named = x.body.get("fixtureRuns") if isinstance(x.body, dict) else None
+            sources = "" if not isinstance(named, dict) else " fixtureRuns " + ", ".join(
+                f"{k}→{labels.get(str(v), 'a run that does not exist')}"
+                for k, v in named.items())
+            out.append(clip(f"{x.seq:>4} [{x.chapter}] {x.tenant} {x.method} {x.path}{sources} "
                             f"→ {x.status} {answer}".rstrip()))
             for e in x.events:
                 out.append(clip(f"       {e.get('timestamp')}  "
