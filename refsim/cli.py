@@ -16,11 +16,23 @@ EXIT_USAGE = 2
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from refsim.demo import run_demo, summary_lines
+    from refsim.demo import check_base, run_demo, summary_lines
 
     def pause() -> None:
         input("\n   [Enter] for the next chapter, Ctrl-C to stop ")
 
+    base = Path(args.out)
+    if not args.out.strip():
+        print("refsim demo: --out needs a folder name", file=sys.stderr)
+        return 2
+    if args.seed < 0:
+        print("refsim demo: --seed takes a non-negative integer", file=sys.stderr)
+        return 2
+    try:
+        check_base(base)
+    except OSError as e:
+        print(f"refsim demo: cannot write the demo folder under {base}: {e}", file=sys.stderr)
+        return 2
     stepping = args.step and sys.stdin.isatty()
     if args.step and not stepping:
         print("(--step ignored: stdin is not a terminal)")
@@ -28,7 +40,6 @@ def _demo(args: argparse.Namespace) -> int:
                       echo=print, pause=pause if stepping else None)
     for line in summary_lines(result):
         print(line)
-    base = Path(args.out)
     try:
         folder = result.write(base)
     except OSError as e:
@@ -36,15 +47,17 @@ def _demo(args: argparse.Namespace) -> int:
         return 2
     print(f"wrote {folder}  (report.md, history.jsonl, report.json, timeline.txt); "
           f"{base / 'latest'} points at it")
-    return 130 if result.interrupted else 0 if result.passed else 1
+    return result.exit_code
 
 
 def _doc(args: argparse.Namespace) -> int:
+    import yaml
+
     from refsim.doc import DEFAULT_OUT, render
     out = Path(args.out) if args.out else DEFAULT_OUT
     try:
         text = render()
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"refsim doc: cannot render the reference: {e}", file=sys.stderr)
         return 2
     try:

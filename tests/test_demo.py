@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,10 @@ from refsim.check.zoo import mutant
 from refsim.cli import main
 from refsim.demo import LEGS, run_demo
 from refsim.demo.report import FILES, point_latest
+from refsim.domain.core import Components, RequestRules
 from refsim.domain.profile import PROFILES
+from refsim.domain.refusals import UNUSABLE_SOURCE, Refusal
+from refsim.domain.suites import Suite
 
 TITLES = ("Two tenants", "records a source run", "The replay", "Drift fails closed",
           "Four unusable sources", "Requests that cannot mean anything", "Erasing the source")
@@ -49,7 +53,7 @@ def test_report_md_reads_on_its_own(tmp_path: Path) -> None:
     for number, title in enumerate(TITLES, 1):
         assert f"## {number}. " in md and title in md
     assert md.count("```text") == len(TITLES)  # each chapter shows its exchanges
-    assert "✗" not in md and "all 53 checks held" in md
+    assert "✗" not in md and f"all {result.checks} checks held" in md
     for run_id in result.run_labels():
         assert f"`{run_id}`" in md  # every run the timeline labels is named in the report
     for name in FILES:
@@ -131,7 +135,10 @@ def test_step_waits_between_chapters_on_a_terminal(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     prompts: list[str] = []
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
-    monkeypatch.setattr("builtins.input", lambda prompt="": prompts.append(prompt) or "")
+    def enter(prompt: str = "") -> str:
+        prompts.append(prompt)
+        return ""
+    monkeypatch.setattr("builtins.input", enter)
     assert main(["demo", "--step", "--out", str(tmp_path)]) == 0
     assert len(prompts) == len(TITLES) - 1
 
@@ -174,7 +181,9 @@ def test_latest_that_is_a_real_folder_is_not_clobbered(tmp_path: Path,
     (tmp_path / "latest" / "keep").write_text("mine")
     assert main(["demo", "--out", str(tmp_path)]) == 2
     assert (tmp_path / "latest" / "keep").read_text() == "mine"
-    assert "is a directory, not a link" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "is a folder, not a link" in captured.err
+    assert captured.out == ""  # refused before a word of narration
 
 
 def test_latest_falls_back_to_a_file_where_links_fail(
@@ -223,3 +232,62 @@ def test_timeline_labels_the_runs_and_what_each_request_named() -> None:
     assert "fixtureRuns record→R1 → 201 R2" in text  # the replay names the source
     assert "fixtureRuns record→a run that does not exist → 400 validation_error" in text
     assert "fork → 404 replay_source_missing" in text
+
+
+@pytest.mark.parametrize(("profile", "code", "says"), [
+    ("content-free-lane", 0, "the recorder's lane is content-free on this host"),
+    ("no-fixture-errors", 0, "verdict: all"),
+    ("no-counter-seam", 2, "blocked: chapter 2: the live counter cannot be read"),
+    ("unheld-calls", 1, "the host refused its own completed source run"),
+    ("no-eval", 0, "agents.evalSuite is not advertised"),
+])
+def test_demo_on_each_profile_says_what_it_could_show(
+        profile: str, code: int, says: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--profile", profile, "--out", str(tmp_path)]) == code
+    assert says in capsys.readouterr().out
+    (folder,) = _folders(tmp_path)
+    md = (folder / "report.md").read_text(encoding="utf-8")
+    assert f"`refsim:{profile}`" in md and f"--profile {profile}" in md
+
+
+def test_no_eval_report_has_no_empty_tables(tmp_path: Path) -> None:
+    md = run_demo(profile=PROFILES["no-eval"]).write(tmp_path).joinpath(
+        "report.md").read_text(encoding="utf-8")
+    assert "The demo started no run on this host." in md
+    assert "| not shown (chapter skipped) |" in md
+
+
+@pytest.mark.parametrize("argv", [["--seed", "-3"], ["--out", ""], ["--out", "  "]])
+def test_bad_arguments_are_refused_before_the_demo_runs(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("refsim demo: ")
+
+
+def test_a_foreign_latest_file_is_kept_and_our_own_is_replaced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "latest").write_text("my notes\n")
+    assert main(["demo", "--out", str(tmp_path)]) == 2
+    assert (tmp_path / "latest").read_text() == "my notes\n"
+    assert "a file the demo did not write" in capsys.readouterr().err
+    (tmp_path / "old-run").mkdir()
+    (tmp_path / "latest").write_text("old-run\n")  # what the demo writes where links fail
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "latest").is_symlink()
+
+
+class _FieldsAfterSource(RequestRules):
+    """A host that answers an unknown key with §C's uniform body, as if it had looked the
+    source up first."""
+
+    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        return UNUSABLE_SOURCE if super().keys(suite, fixture_runs) else None
+
+
+def test_the_fields_chapter_fails_a_host_that_looks_the_source_up_first() -> None:
+    result = run_demo(components=Components(rules=_FieldsAfterSource()))
+    (fields,) = [c for c in result.chapters if c.slug == "fields"]
+    failed = [f.message for f in fields.findings if not f.ok]
+    assert any("so the source was looked up before the key" in m for m in failed)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-import refsim.wire.router as router_module
 from refsim import paths
 from refsim.check.assume import parse
 from refsim.check.examples import load_examples
@@ -18,9 +17,11 @@ from refsim.check.registry import load_registry
 from refsim.check.runner import Target, run_parts
 from refsim.cli import main
 from refsim.demo import run_demo
-from refsim.doc import DEFAULT_OUT, _answer, load_answers, render
+from refsim.doc import DEFAULT_OUT, _answer, _assumption_rows, load_answers, render
+from refsim.domain.profile import HostProfile
 from refsim.domain.refusals import Refusal
 from refsim.registry_codes import registry
+from refsim.wire import router as router_module
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where the host decides what goes on the wire; refsim/check and refsim/testing only judge.
@@ -97,12 +98,16 @@ def test_a_malformed_answer_row_is_a_clear_error(raw: object, problem: str) -> N
         _answer(raw, "answers[0]", http=True)
 
 
-def _literals(files: list[Path]) -> set[str]:
-    found: set[str] = set()
+def _refusal_codes(files: list[Path]) -> set[str]:
+    """Codes the host builds HTTP refusals with: `Refusal(status, "code", …)`, plus the
+    profile's gone-copy code (a field, so the refusal that uses it names no literal)."""
+    found = {HostProfile().gone_copy_code}
     for file in files:
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                found.add(node.value)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id == "Refusal" and len(node.args) >= 2 \
+                    and isinstance(node.args[1], ast.Constant):
+                found.add(str(node.args[1].value))
     return found
 
 
@@ -126,17 +131,20 @@ def _tool_error_codes(files: list[Path]) -> set[str]:
 
 def test_every_code_the_host_source_can_answer_with_is_listed() -> None:
     answers, tool_errors = load_answers()
-    listed = {a.code for a in answers} | {a.code for a in tool_errors}
-    in_source = _literals(HOST_SOURCES) & set(registry())
-    assert in_source - listed == set()
-    assert _tool_error_codes(HOST_SOURCES) - {a.code for a in tool_errors} == set()
+    http = _refusal_codes(HOST_SOURCES)
+    assert {"validation_error", "not_found", "replay_source_missing"} <= http  # the scan works
+    assert http - {a.code for a in answers} == set()
+    tools = _tool_error_codes(HOST_SOURCES)
+    assert {"fixture_miss", "tool_error"} <= tools
+    assert tools - {a.code for a in tool_errors} == set()
+    assert {a.code for a in tool_errors} - tools == set(), "a tool error no source emits"
 
 
 @pytest.fixture
 def wire_codes(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[tuple[int, str]]]:
     """Every (status, code) the router puts on the wire while the test runs."""
     seen: set[tuple[int, str]] = set()
-    guard = router_module.checked
+    guard = router_module.checked  # type: ignore[attr-defined]
 
     def spy(refusal: Refusal) -> Refusal:
         out = guard(refusal)
@@ -155,7 +163,7 @@ def test_every_code_a_full_check_and_the_demo_meet_is_listed_and_none_is_padding
     assert wire_codes, "the spy saw no refusal at all"
     assert wire_codes - listed == set()
     # No entry is padding: each is met on the wire or named in the host's source.
-    reachable = {c for _, c in wire_codes} | _literals(HOST_SOURCES) | {
+    reachable = {c for _, c in wire_codes} | _refusal_codes(HOST_SOURCES) | {
         a.only_under.split("=", 1)[1] for a in answers if a.only_under}
     assert {a.code for a in answers} - reachable == set()
     # A code that needs a reading never appears without it.
@@ -171,3 +179,28 @@ def test_a_code_that_needs_a_reading_appears_under_it(
         wire_codes.clear()
         run_parts(Target(readings=tuple(parse([a.only_under]))), ("examples",), "gone-copy")
         assert (a.status, a.code) in wire_codes, a.code
+
+
+def test_bad_spec_data_is_a_clear_error_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "error-answers.yaml"
+    broken.write_text("answers: [code: x\n", encoding="utf-8")  # not YAML
+    monkeypatch.setattr("refsim.doc.ANSWERS", broken)
+    assert main(["doc", "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refsim doc: cannot render the reference:") and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("doc", "problem"), [
+    ({"assumptions": [{"id": "x", "question": "q", "reading": "r", "default": "d"}]},
+     "x: missing or non-text field.s. source"),
+    ({"assumptions": ["x"]}, r"assumptions\[0\] is not a mapping"),
+    ({"assumptions": [{"id": "x", "question": "q", "reading": "r", "default": "d",
+                       "source": "s", "alternatives": [{"value": "v"}]}]},
+     "each alternative is"),
+    ([], "expected a mapping"),
+])
+def test_a_malformed_assumption_row_is_named(doc: object, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        _assumption_rows(doc)

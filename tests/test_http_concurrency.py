@@ -166,7 +166,7 @@ def test_concurrent_live_streams_all_see_the_end(served: Any) -> None:
             assert r.status == 200
             return
         run_id = waiting[i % 4]
-        conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+        conn = http.client.HTTPConnection(server.address[0], server.address[1], timeout=10)
         try:
             conn.request("GET", f"/runs/{project(run_id)}/events",
                          headers={"Accept": "text/event-stream",

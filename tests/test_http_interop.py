@@ -100,7 +100,7 @@ def test_source_replay_events_summary_and_fork(served: Any) -> None:
     forked = client.runs_poll_events(fork.runId)
     assert [e.type for e in forked.events] == [e.type for e in page.events]
     branch = client.runs_fork(replay.runId, ForkRunRequest(fromSeq=0, mode="branch"))
-    assert client.runs_eval_summary(branch.runId).passed is True  # type: ignore[union-attr]
+    assert client.runs_eval_summary(branch.runId).passed is True
 
     counter = host.request("GET", "/conformance/seams/eval-counter?key=recorded-fixtures",
                            api_key=KEY_A).json["count"]

@@ -52,7 +52,7 @@ def assert_still_serving(server: RefsimHTTPServer) -> None:
 def raw(server: RefsimHTTPServer, data: bytes, *, half_close: bool = False
         ) -> tuple[int, dict[str, str], Any] | None:
     """Send bytes on a fresh socket; the parsed answer, or None when the server said nothing."""
-    sock = socket.create_connection(server.server_address[:2], timeout=10)
+    sock = socket.create_connection(server.address, timeout=10)
     try:
         sock.sendall(data)
         if half_close:
@@ -73,7 +73,7 @@ def post_bytes(server: RefsimHTTPServer, body: bytes, content_type: str | None,
     headers = {"Authorization": f"Bearer {KEY_A}"}
     if content_type is not None:
         headers["Content-Type"] = content_type
-    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    conn = http.client.HTTPConnection(server.address[0], server.address[1], timeout=10)
     try:
         conn.request("POST", path, body=body, headers=headers)
         r = conn.getresponse()
@@ -214,7 +214,7 @@ def test_dangling_escape_and_other_tenants_ids(served: Any) -> None:
 
 def test_absolute_form_target_is_routed(served: Any) -> None:
     server, _ = served
-    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    conn = http.client.HTTPConnection(server.address[0], server.address[1], timeout=10)
     try:
         conn.putrequest("GET", f"{server.url}/.well-known/openwop", skip_host=True)
         conn.putheader("Host", "example")
@@ -255,10 +255,10 @@ def test_silent_and_half_open_connections_do_not_kill_the_server(served: Any) ->
     server, _ = served
     for data in (b"", b"GET /.well-known/openwop HTTP/1.1\r\nHost:", b"POST /runs HTTP/1.1\r\n"
                  b"Content-Length: 10\r\n\r\n{"):
-        sock = socket.create_connection(server.server_address[:2], timeout=5)
+        sock = socket.create_connection(server.address, timeout=5)
         sock.sendall(data)
         sock.close()
-    sock = socket.create_connection(server.server_address[:2], timeout=5)
+    sock = socket.create_connection(server.address, timeout=5)
     sock.sendall(b"\r\n\r\n")  # blank lines: nothing to answer
     sock.shutdown(socket.SHUT_WR)
     assert sock.recv(100) == b""
@@ -268,7 +268,7 @@ def test_silent_and_half_open_connections_do_not_kill_the_server(served: Any) ->
 
 def test_http_0_9_request_gets_a_bare_body(served: Any) -> None:
     server, _ = served
-    sock = socket.create_connection(server.server_address[:2], timeout=5)
+    sock = socket.create_connection(server.address, timeout=5)
     try:
         sock.sendall(b"GET /.well-known/openwop\r\n\r\n")
         data = b""
@@ -281,7 +281,7 @@ def test_http_0_9_request_gets_a_bare_body(served: Any) -> None:
 
 def test_keep_alive_connection_survives_a_refusal(served: Any) -> None:
     server, _ = served
-    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    conn = http.client.HTTPConnection(server.address[0], server.address[1], timeout=10)
     try:
         conn.request("POST", "/runs", body=b"{", headers={"Content-Type": "application/json",
                                                            "Authorization": f"Bearer {KEY_A}"})

@@ -95,7 +95,7 @@ def test_unsupported_major_version_is_406(served: Any) -> None:
 def test_head_is_get_without_the_body(served: Any) -> None:
     _, server, client = served
     get = client.request("GET", "/.well-known/openwop")
-    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=5)
+    conn = http.client.HTTPConnection(server.address[0], server.address[1], timeout=5)
     try:
         conn.request("HEAD", "/.well-known/openwop")
         r = conn.getresponse()
@@ -179,7 +179,7 @@ def test_sse_frames_and_last_event_id_resume(served: Any) -> None:
 
 def _open_stream(server: RefsimHTTPServer, run_id: str, headers: dict[str, str] | None = None
                  ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    conn = http.client.HTTPConnection(server.address[0], server.address[1], timeout=10)
     conn.request("GET", f"/runs/{project(run_id)}/events", headers={
         "Accept": "text/event-stream", "Authorization": f"Bearer {KEY_A}", **(headers or {})})
     response = conn.getresponse()

@@ -11,12 +11,13 @@ from collections.abc import Callable
 from refsim.check.registry import load_registry
 from refsim.demo.chapters import KEY_A, KEY_B, LEGS, TENANTS, Chapter, Demo
 from refsim.demo.history import RecordingClient
-from refsim.demo.report import DemoRun, summary_lines
+from refsim.demo.report import DemoRun, check_base, summary_lines
 from refsim.domain.core import Components
 from refsim.domain.profile import HostProfile
 from refsim.host import SimHost
 
-__all__ = ["KEY_A", "KEY_B", "LEGS", "Chapter", "DemoRun", "run_demo", "summary_lines"]
+__all__ = ["KEY_A", "KEY_B", "LEGS", "Chapter", "DemoRun", "check_base", "run_demo",
+           "summary_lines"]
 
 
 def run_demo(*, seed: int = 0, profile: HostProfile | None = None,

@@ -50,8 +50,21 @@ class DemoRun:
         return sum(not f.ok for c in self.chapters for f in c.findings)
 
     @property
+    def blocked(self) -> list[str]:
+        return [f"chapter {i}: {reason}" for i, c in enumerate(self.chapters, 1)
+                for reason in c.blocked]
+
+    @property
     def passed(self) -> bool:
-        return self.failed == 0 and not self.interrupted
+        return self.failed == 0 and not self.interrupted and not self.blocked
+
+    @property
+    def exit_code(self) -> int:
+        """As `refsim check`: 0 all held, 1 a check failed, 2 something could not be
+        observed; 130 when the reader stopped the demo."""
+        if self.interrupted:
+            return 130
+        return 1 if self.failed else 2 if self.blocked else 0
 
     def verdict(self) -> str:
         skipped = sum(c.skipped is not None for c in self.chapters)
@@ -60,6 +73,8 @@ class DemoRun:
         if self.failed:
             return f"{self.failed} of {self.checks} checks failed"
         tail = f"; {skipped} chapter(s) skipped" if skipped else ""
+        if self.blocked:
+            tail += f"; {len(self.blocked)} observation(s) blocked"
         return f"all {self.checks} checks held{tail}"
 
     def legs(self) -> list[dict[str, Any]]:
@@ -67,7 +82,7 @@ class DemoRun:
         for leg in LEGS:
             shown = [i for i, c in enumerate(self.chapters, 1) if leg in c.requirements]
             mine = [f for c in self.chapters for f in c.findings if f.requirement_id == leg]
-            result = "not shown" if not mine else \
+            result = "not shown (chapter skipped)" if not mine else \
                 "held" if all(f.ok for f in mine) else "FAILED"
             title = self.registry.requirement(leg).title if leg in self.registry else ""
             out.append({"requirement_id": leg, "title": title, "chapters": shown,
@@ -87,7 +102,7 @@ class DemoRun:
     # ------------------------------------------------------------------ the files
     def report_json(self) -> dict[str, Any]:
         return {"tool": "refsim demo", "seed": self.seed, "host": self.host,
-                "passed": self.passed, "verdict": self.verdict(),
+                "passed": self.passed, "verdict": self.verdict(), "blocked": self.blocked,
                 "checks": self.checks, "failed": self.failed, "legs": self.legs(),
                 "runs": [{"label": label, "runId": rid, "name": self.runs.get(rid)}
                          for rid, label in self.run_labels().items()],
@@ -129,12 +144,16 @@ class DemoRun:
             "never made fails the task. A source run that cannot be used is refused with one "
             "uniform `400 validation_error` that never echoes the id, so another tenant's "
             "run looks exactly like no run at all.", "",
-            "This report is one walk through those rules on refsim's in-memory reference "
-            "host. Each chapter names the RFC section and the requirement ids it shows, the "
-            "requests it sent with the answers and events that matter, and the checks it "
-            "made (the same judges `refsim check` uses).", "",
+            "This report is one walk through those rules on refsim's in-memory host "
+            f"(`{self.host}`). Each chapter names the RFC section and the requirement ids "
+            "it shows, the requests it sent with the answers and events that matter, and "
+            "the checks it made, with the judges `refsim check` uses. `openwop.requirement."
+            "0252.*` ids are the six legs of OpenWOP's conformance scenario for the RFC; "
+            "`refsim.requirement.0252.*` ids are refsim's own finer requirements "
+            "(`specs/REFERENCE.md` lists them all).", "",
             f"- **Host:** `{self.host}`, seed {self.seed}. Tenants `acme` and `globex`.",
             f"- **Verdict:** {self.verdict()}.",
+            *[f"- **Blocked:** {b}." for b in self.blocked],
             f"- **Reproduce:** `refsim demo --seed {self.seed}"
             + ("" if self.host == "refsim:reference" else
                f" --profile {self.host.split(':', 1)[1]}") + "`.", "",
@@ -145,12 +164,17 @@ class DemoRun:
             "| --- | --- | --- | --- |"]
         for leg in self.legs():
             chapters = ", ".join(str(i) for i in leg["chapters"]) or "—"
+            checks = f"{leg['checks']} {leg['result']}" if leg["checks"] else leg["result"]
             out.append(f"| `{leg['requirement_id']}` | {leg['title']} | {chapters} | "
-                       f"{leg['checks']} {leg['result']} |")
+                       f"{checks} |")
         labels = self.run_labels()
-        out += ["", "## The runs", "", "| label | run id | what it is |", "| --- | --- | --- |"]
-        out += [f"| {label} | `{rid}` | {self.runs.get(rid, '')} |"
-                for rid, label in labels.items()]
+        out += ["", "## The runs", ""]
+        if labels:
+            out += ["| label | run id | what it is |", "| --- | --- | --- |"]
+            out += [f"| {label} | `{rid}` | {self.runs.get(rid, '')} |"
+                    for rid, label in labels.items()]
+        else:
+            out.append("The demo started no run on this host.")
         for number, c in enumerate(self.chapters, 1):
             out += ["", f"## {number}. {c.title}", "",
                     f"RFC 0252 {c.sections}. Requirements: "
@@ -159,6 +183,7 @@ class DemoRun:
                 out += ["```text", *c.lines, "```", ""]
             if c.skipped:
                 out.append(f"Skipped: {c.skipped}.")
+            out += [f"Blocked: {b}." for b in c.blocked]
             if c.findings:
                 out.append("Checks:")
                 out += [f"- {'✓' if f.ok else '✗ **FAILED**'} `{f.requirement_id}`: "
@@ -169,6 +194,7 @@ class DemoRun:
 
     def write(self, base: Path, now: datetime | None = None) -> Path:
         """Write a new folder under `base`, point `base/latest` at it, return the folder."""
+        check_base(base)
         base.mkdir(parents=True, exist_ok=True)
         stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
         name = f"{stamp}-seed{self.seed}"
@@ -187,13 +213,40 @@ class DemoRun:
         return folder
 
 
+def check_base(base: Path) -> None:
+    """Raise OSError, before anything runs, when the demo could not write under `base`."""
+    if base.exists() and not base.is_dir():
+        raise OSError(f"{base} exists and is not a folder")
+    for parent in base.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OSError(f"{parent} is not a folder")
+            break
+    latest = base / "latest"
+    if latest.is_symlink():
+        return
+    if latest.is_dir():
+        raise OSError(f"{latest} is a folder, not a link; move it away to let the demo "
+                      "point it at the newest run")
+    if latest.exists() and not _our_pointer(latest):
+        raise OSError(f"{latest} is a file the demo did not write; move it away to let the "
+                      "demo point it at the newest run")
+
+
+def _our_pointer(latest: Path) -> bool:
+    """A plain `latest` file the demo wrote where links fail: one line naming a sibling."""
+    try:
+        name = latest.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return bool(name) and "/" not in name and (latest.parent / name).is_dir()
+
+
 def point_latest(base: Path, name: str) -> None:
     """`base/latest` becomes a symlink to `name`, replaced atomically. Where links cannot be
     made, `latest` is a one-line file naming the folder instead."""
+    check_base(base)
     latest = base / "latest"
-    if latest.exists() and not latest.is_symlink() and latest.is_dir():
-        raise OSError(f"{latest} is a directory, not a link; move it away to let the demo "
-                      "point it at the newest run")
     tmp = base / f".latest-{os.getpid()}"
     try:
         if tmp.is_symlink() or tmp.exists():
@@ -213,5 +266,6 @@ def summary_lines(result: DemoRun) -> Sequence[str]:
         chapters = ", ".join(str(i) for i in leg["chapters"]) or "-"
         lines.append(f"  {leg['requirement_id']:<46} chapters {chapters:<6} {leg['result']}")
     lines.append("")
+    lines += [f"blocked: {b}" for b in result.blocked]
     lines.append(f"verdict: {result.verdict()}")
     return lines

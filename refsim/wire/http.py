@@ -164,8 +164,13 @@ class RefsimHTTPServer(ThreadingHTTPServer):
         self.server_port = int(self.server_address[1])
 
     @property
+    def address(self) -> tuple[str, int]:
+        """(host, port) where the server listens, typed for connection helpers."""
+        return str(self.server_address[0]), int(self.server_address[1])
+
+    @property
     def url(self) -> str:
-        host, port = str(self.server_address[0]), int(self.server_address[1])
+        host, port = self.address
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     @property
