@@ -136,6 +136,9 @@ def _assumption_rows(doc: Any) -> list[Mapping[str, Any]]:
         if missing:
             raise ValueError(f"{where}: {a.get('id', f'assumptions[{index}]')}: missing or "
                              f"non-text field(s) {', '.join(missing)}")
+        decided = a.get("decided_in") or []
+        if not isinstance(decided, list) or not all(isinstance(d, str) for d in decided):
+            raise ValueError(f"{where}: {a['id']}: decided_in is a list of code locations")
         alternatives = a.get("alternatives") or []
         if not isinstance(alternatives, list) or not all(
                 isinstance(x, dict) and {"value", "reading"} <= set(x) for x in alternatives):
@@ -148,7 +151,8 @@ def _assumptions(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     out = ["| assumption | reading | other readings | flips with --assume |",
            "| --- | --- | --- | --- |"]
     for a in rows:
-        others = ", ".join(f"`{x['value']}`" for x in a.get("alternatives") or []) or "—"
+        others = ", ".join(f"`{_cell(x['value'])}`" for x in a.get("alternatives") or []) \
+            or "—"
         out.append(f"| [`{a['id']}`](#{a['id']}) | `{a['default']}` | {others} | "
                    f"{'yes' if a.get('assumable') else 'no'} |")
     out.append("")
@@ -156,8 +160,9 @@ def _assumptions(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         out += [f"### `{a['id']}`", "", _cell(a["question"]), "",
                 f"- **Reading** (`{a['default']}`): {_cell(a['reading'])}"]
         for alt in a.get("alternatives") or []:
-            flip = f" `--assume {a['id']}={alt['value']}`" if a.get("assumable") else ""
-            out.append(f"- **Instead** (`{alt['value']}`){flip}: {_cell(alt['reading'])}")
+            value = _cell(alt["value"])
+            flip = f" `--assume {a['id']}={value}`" if a.get("assumable") else ""
+            out.append(f"- **Instead** (`{value}`){flip}: {_cell(alt['reading'])}")
         if a.get("note"):
             out.append(f"- **Note:** {_cell(a['note'])}")
         out.append(f"- **Source:** {_cell(a['source'])}")

@@ -272,8 +272,8 @@ def test_a_foreign_latest_file_is_kept_and_our_own_is_replaced(
     assert main(["demo", "--out", str(tmp_path)]) == 2
     assert (tmp_path / "latest").read_text() == "my notes\n"
     assert "a file the demo did not write" in capsys.readouterr().err
-    (tmp_path / "old-run").mkdir()
-    (tmp_path / "latest").write_text("old-run\n")  # what the demo writes where links fail
+    # What the demo writes where links fail, naming a run folder since deleted.
+    (tmp_path / "latest").write_text("20261129T000000Z-seed0\n")
     assert main(["demo", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "latest").is_symlink()
 
@@ -291,3 +291,57 @@ def test_the_fields_chapter_fails_a_host_that_looks_the_source_up_first() -> Non
     (fields,) = [c for c in result.chapters if c.slug == "fields"]
     failed = [f.message for f in fields.findings if not f.ok]
     assert any("so the source was looked up before the key" in m for m in failed)
+
+
+def test_legs_it_could_not_observe_are_blocked_not_held() -> None:
+    result = run_demo(profile=PROFILES["no-counter-seam"])
+    legs = {leg["requirement_id"]: leg["result"] for leg in result.legs()}
+    assert legs["openwop.requirement.0252.source-replayed"].startswith("blocked (")
+    assert legs["openwop.requirement.0252.drift-fails-closed"].startswith("blocked (")
+    assert legs["openwop.requirement.0252.source-uniform"] == "held"
+    assert result.exit_code == 2
+
+
+def test_a_stopped_demo_claims_nothing_it_did_not_reach() -> None:
+    calls: list[int] = []
+
+    def stop_after_two() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+    result = run_demo(pause=stop_after_two)
+    assert [c.slug for c in result.chapters] == ["tenants", "record"]
+    legs = {leg["requirement_id"]: leg["result"] for leg in result.legs()}
+    assert legs["openwop.requirement.0252.source-replayed"] == "held so far (stopped)"
+    assert legs["openwop.requirement.0252.drift-fails-closed"] == "not reached (stopped)"
+    assert result.exit_code == 130
+
+
+def test_refusal_chapters_fail_without_a_positive_control() -> None:
+    """On a host that refuses even a usable source, a refusal shows nothing."""
+    result = run_demo(profile=PROFILES["unheld-calls"])
+    for slug in ("refusals", "fields"):
+        (chapter,) = [c for c in result.chapters if c.slug == slug]
+        assert any(not f.ok and "positive control" in f.message for f in chapter.findings)
+    legs = {leg["requirement_id"]: leg["result"] for leg in result.legs()}
+    for leg in ("source-refused", "source-uniform", "fields-refused"):
+        assert legs[f"openwop.requirement.0252.{leg}"] == "FAILED"
+
+
+def test_an_out_that_links_to_nothing_is_refused_before_the_demo(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "dang").symlink_to(tmp_path / "missing")
+    assert main(["demo", "--out", str(tmp_path / "dang")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "is a link to nothing" in captured.err
+
+
+def test_an_unwritable_out_is_refused_before_the_demo(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_write(*args: object, **kwargs: object) -> object:
+        raise PermissionError("Operation not permitted")
+    monkeypatch.setattr("tempfile.TemporaryFile", no_write)
+    assert main(["demo", "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Operation not permitted" in captured.err

@@ -200,6 +200,8 @@ def test_bad_spec_data_is_a_clear_error_not_a_traceback(
                        "source": "s", "alternatives": [{"value": "v"}]}]},
      "each alternative is"),
     ([], "expected a mapping"),
+    ({"assumptions": [{"id": "x", "question": "q", "reading": "r", "default": "d",
+                       "source": "s", "decided_in": "abc"}]}, "decided_in is a list"),
 ])
 def test_a_malformed_assumption_row_is_named(doc: object, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):

@@ -54,7 +54,8 @@ class Chapter:
     findings: list[Finding] = attrs.Factory(list)
     exchanges: list[int] = attrs.Factory(list)
     skipped: str | None = None
-    blocked: list[str] = attrs.Factory(list)  # what could not be observed, and why
+    # What could not be observed: (the requirement it would have witnessed, why not).
+    blocked: list[tuple[str, str]] = attrs.Factory(list)
 
     @property
     def passed(self) -> bool:
@@ -63,7 +64,8 @@ class Chapter:
     def to_json(self) -> dict[str, Any]:
         return {"slug": self.slug, "title": self.title, "sections": self.sections,
                 "requirements": list(self.requirements), "lede": self.lede,
-                "passed": self.passed, "skipped": self.skipped, "blocked": self.blocked,
+                "passed": self.passed, "skipped": self.skipped, "blocked": [
+                    {"requirement_id": req, "reason": why} for req, why in self.blocked],
                 "narration": self.lines,
                 "findings": [{"requirement_id": f.requirement_id, "ok": f.ok,
                               "message": f.message} for f in self.findings],
@@ -122,6 +124,7 @@ class Demo:
         self.source_events: list[dict[str, Any]] = []
         self.replay_id: str | None = None
         self.uniform_body: bytes | None = None
+        self.unknown_body: bytes | None = None  # chapter 5's refusal of the unknown id
         self.copies_made = 0  # accepted eval runs that named the source
         self.replay_events: list[dict[str, Any]] = []
         self.advertised = False  # chapter 1 saw recordedFixtures with fixtureMatching
@@ -154,6 +157,18 @@ class Demo:
         for f in findings:
             if not f.ok:
                 self.echo(f"   ✗ {f.message}")
+
+    def control(self, chapter: Chapter, *reqs: str) -> None:
+        """A refusal shows something only if the host accepts a usable source at all:
+        chapter 3's replay of acme's own completed run is that positive control."""
+        ok = self.replay_id is not None
+        for req in reqs:
+            chapter.findings.append(check(
+                req, ok, "positive control: chapter 3 replayed acme's own completed source"
+                if ok else "positive control: the host refused even acme's own completed "
+                "source in chapter 3, so these refusals show nothing"))
+        self.echo(f"   {'✓' if ok else '✗'} positive control: chapter 3's replay of acme's "
+                  f"own source was {'accepted' if ok else 'refused'}")
 
     def _mark(self, chapter: Chapter, start: int) -> None:
         chapter.exchanges += [x.seq for x in self.client.exchanges[start:]]
@@ -193,17 +208,17 @@ class Demo:
                           f"{value if value is not None else 'cannot be read'}")
         return value
 
-    def block(self, chapter: Chapter, reason: str) -> None:
+    def block(self, chapter: Chapter, req: str, reason: str) -> None:
         """Something the chapter cannot observe on this host: neither a pass nor a failure
         (the checker's `blocked`)."""
-        chapter.blocked.append(reason)
+        chapter.blocked.append((req, reason))
         self.echo(f"   ? blocked: {reason}")
 
     def still(self, chapter: Chapter, req: str, before: int | None, after: int | None,
               what: str) -> None:
         """Judge that the live counter did not move, or say why that cannot be seen."""
         if before is None or after is None:
-            self.block(chapter, f"{what}: the live counter cannot be read (no eval-counter "
+            self.block(chapter, req, f"{what}: the live counter cannot be read (no eval-counter "
                                 "seam), so a live call would go unseen")
         else:
             self.judge(chapter, judges.counter_unchanged(req, before, after, what))
@@ -284,7 +299,8 @@ class Demo:
         if before is not None and after is not None:
             self.judge(c, judges.counter_moved(REPLAYED, before, after, "the source run"))
         else:
-            self.block(c, "the live counter cannot be read (no eval-counter seam), so it "
+            self.block(c, REPLAYED, "the live counter cannot be read (no eval-counter seam), "
+                          "so it "
                           "cannot witness the replay")
         return c
 
@@ -372,6 +388,7 @@ class Demo:
             "not exist, so the refusal tells acme nothing about another tenant."))
         if self._skip(c):
             return c
+        self.control(c, REFUSED, UNIFORM)
         theirs = self.create(c, self.b, eval_body(SOURCE))
         noop = self.create(c, self.a, {"workflowId": "conformance-noop"})
         waiting = self.create(c, self.a, {"workflowId": "conformance-wait-input", "inputs": {
@@ -393,6 +410,8 @@ class Demo:
         for label, run_id in ids.items():
             r = self.a.create(eval_body(REPLAY, {"record": run_id}))
             answers.append((label, r))
+            if label == "an unknown id":
+                self.unknown_body = r.body
             digest = hashlib.sha256(r.body).hexdigest()[:12]
             self.say(c, f"  {label:<36} {run_id:<32} ← {r.status} body sha256 {digest}…")
             req = UNIFORM if label == "globex's run" else \
@@ -424,6 +443,7 @@ class Demo:
             return c
         assert self.source_id is not None
         sid = self.source_id
+        self.control(c, FIELDS)
         for label, body in (
                 ("a key naming no task", eval_body(REPLAY, {"no-such-task": sid})),
                 ("a task with its own fixtures", eval_body(SOURCE, {"record": sid})),
@@ -436,11 +456,13 @@ class Demo:
         r = self.create(c, self.a, eval_body(REPLAY, {"no-such-task": unknown}))
         label = "a key naming no task, its value a run that does not exist"
         found = [*judges.refused(FIELDS, r, label)]
-        if self.uniform_body is not None:
-            found.append(check(FIELDS, r.body != self.uniform_body,
-                               f"{label}: refused for the key, before the source is looked "
-                               "up" if r.body != self.uniform_body else f"{label}: §C's "
-                               "uniform body, so the source was looked up before the key"))
+        if self.unknown_body is None:  # chapter 5 did not name the unknown id under a good key
+            self.unknown_body = self.a.create(eval_body(REPLAY, {"record": unknown})).body
+        differs = r.body != self.unknown_body
+        found.append(check(FIELDS, differs, f"{label}: refused for the key, not with the body "
+                           "an unknown source gets, so before the source is looked up"
+                           if differs else f"{label}: the body an unknown source gets, so the "
+                           "source was looked up before the key"))
         self.judge_as(c, found, f"{label}: the field's refusal, decided before the source "
                                 "is looked up")
         return c

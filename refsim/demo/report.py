@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +21,7 @@ from refsim.check.registry import Registry
 from refsim.demo.chapters import LEGS, Chapter, brief, clip
 from refsim.demo.history import RecordingClient
 
+RUN_FOLDER = re.compile(r"[0-9]{8}T[0-9]{6}Z-seed[0-9]+(-[0-9]+)?")
 FILES = {
     "history.jsonl": "every request and response of the demo, in order, each followed by "
                      "the events the host emitted while answering it",
@@ -52,7 +55,7 @@ class DemoRun:
     @property
     def blocked(self) -> list[str]:
         return [f"chapter {i}: {reason}" for i, c in enumerate(self.chapters, 1)
-                for reason in c.blocked]
+                for _, reason in c.blocked]
 
     @property
     def passed(self) -> bool:
@@ -82,8 +85,16 @@ class DemoRun:
         for leg in LEGS:
             shown = [i for i, c in enumerate(self.chapters, 1) if leg in c.requirements]
             mine = [f for c in self.chapters for f in c.findings if f.requirement_id == leg]
-            result = "not shown (chapter skipped)" if not mine else \
-                "held" if all(f.ok for f in mine) else "FAILED"
+            unseen = [why for c in self.chapters for req, why in c.blocked if req == leg]
+            if not mine:
+                result = "not reached (stopped)" if self.interrupted else \
+                    "not shown (chapter skipped)"
+            elif not all(f.ok for f in mine):
+                result = "FAILED"
+            elif unseen:
+                result = "blocked (" + "; ".join(unseen) + ")"
+            else:
+                result = "held so far (stopped)" if self.interrupted else "held"
             title = self.registry.requirement(leg).title if leg in self.registry else ""
             out.append({"requirement_id": leg, "title": title, "chapters": shown,
                         "checks": len(mine), "result": result})
@@ -183,7 +194,7 @@ class DemoRun:
                 out += ["```text", *c.lines, "```", ""]
             if c.skipped:
                 out.append(f"Skipped: {c.skipped}.")
-            out += [f"Blocked: {b}." for b in c.blocked]
+            out += [f"Blocked: {why}." for _, why in c.blocked]
             if c.findings:
                 out.append("Checks:")
                 out += [f"- {'✓' if f.ok else '✗ **FAILED**'} `{f.requirement_id}`: "
@@ -215,6 +226,8 @@ class DemoRun:
 
 def check_base(base: Path) -> None:
     """Raise OSError, before anything runs, when the demo could not write under `base`."""
+    if base.is_symlink() and not base.exists():
+        raise OSError(f"{base} is a link to nothing")
     if base.exists() and not base.is_dir():
         raise OSError(f"{base} exists and is not a folder")
     for parent in base.parents:
@@ -222,6 +235,9 @@ def check_base(base: Path) -> None:
             if not parent.is_dir():
                 raise OSError(f"{parent} is not a folder")
             break
+    base.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=base):  # a folder the demo cannot write fails here
+        pass
     latest = base / "latest"
     if latest.is_symlink():
         return
@@ -234,12 +250,13 @@ def check_base(base: Path) -> None:
 
 
 def _our_pointer(latest: Path) -> bool:
-    """A plain `latest` file the demo wrote where links fail: one line naming a sibling."""
+    """A plain `latest` file the demo wrote where links fail: one line naming a run folder
+    (which may since have been deleted)."""
     try:
         name = latest.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return False
-    return bool(name) and "/" not in name and (latest.parent / name).is_dir()
+    return bool(RUN_FOLDER.fullmatch(name))
 
 
 def point_latest(base: Path, name: str) -> None:
