@@ -92,7 +92,7 @@ class DemoRun:
             elif not all(f.ok for f in mine):
                 result = "FAILED"
             elif unseen:
-                result = "blocked (" + "; ".join(unseen) + ")"
+                result = f"blocked ({len(unseen)} observation(s) this host does not offer)"
             else:
                 result = "held so far (stopped)" if self.interrupted else "held"
             title = self.registry.requirement(leg).title if leg in self.registry else ""
