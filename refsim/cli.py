@@ -24,15 +24,15 @@ def _demo(args: argparse.Namespace) -> int:
     base = Path(args.out)
     if not args.out.strip():
         print("refsim demo: --out needs a folder name", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.seed < 0:
         print("refsim demo: --seed takes a non-negative integer", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         check_base(base)
     except OSError as e:
         print(f"refsim demo: cannot write the demo folder under {base}: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     stepping = args.step and sys.stdin.isatty()
     if args.step and not stepping:
         print("(--step ignored: stdin is not a terminal)")
@@ -44,7 +44,7 @@ def _demo(args: argparse.Namespace) -> int:
         folder = result.write(base)
     except OSError as e:
         print(f"refsim demo: cannot write the demo folder under {base}: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     print(f"wrote {folder}  (report.md, history.jsonl, report.json, timeline.txt); "
           f"{base / 'latest'} points at it")
     return result.exit_code
@@ -59,12 +59,12 @@ def _doc(args: argparse.Namespace) -> int:
         text = render()
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"refsim doc: cannot render the reference: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         current = out.read_text(encoding="utf-8") if out.exists() else None
     except OSError as e:
         print(f"refsim doc: cannot read {out}: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.check:
         if current == text:
             print(f"{out} is current")
@@ -80,7 +80,7 @@ def _doc(args: argparse.Namespace) -> int:
         out.write_text(text, encoding="utf-8")
     except OSError as e:
         print(f"refsim doc: cannot write {out}: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     print(f"wrote {out} ({len(text.splitlines())} lines)")
     return 0
 

@@ -125,7 +125,6 @@ class Demo:
         self.replay_id: str | None = None
         self.uniform_body: bytes | None = None
         self.unknown_body: bytes | None = None  # chapter 5's refusal of the unknown id
-        self.copies_made = 0  # accepted eval runs that named the source
         self.replay_events: list[dict[str, Any]] = []
         self.advertised = False  # chapter 1 saw recordedFixtures with fixtureMatching
 
@@ -201,6 +200,26 @@ class Demo:
         r = session.create(body)
         self.show(chapter, self.last())
         return r
+
+    def eval_run(self, chapter: Chapter, req: str, body: dict[str, Any], name: str
+                 ) -> tuple[str, list[dict[str, Any]]] | None:
+        """Start an eval run and show the events that matter; None (judged) if refused."""
+        r = self.create(chapter, self.a, body)
+        self.judge(chapter, judges.created(req, r, name))
+        if r.status != 201 or not isinstance(r.json, dict):
+            return None
+        run_id = str(r.json["runId"])
+        self.name_run(run_id, name)
+        events = self.a.events(run_id)
+        self.show_events(chapter, run_id, events, keep=_matters)
+        return run_id, events
+
+    def copies_of(self, source_id: str) -> int:
+        """How many accepted eval runs named `source_id`: each holds a copy derived from it."""
+        return sum(1 for x in self.client.exchanges
+                   if x.method == "POST" and x.path == "/runs" and x.status == 201
+                   and isinstance(x.body, dict) and isinstance(x.body.get("fixtureRuns"), dict)
+                   and source_id in x.body["fixtureRuns"].values())
 
     def counter(self, chapter: Chapter, key: str = "recorded-fixtures") -> int | None:
         value = self.a.counter(key)
@@ -285,23 +304,18 @@ class Demo:
         if self._skip(c, needs_source=False):
             return c
         before = self.counter(c)
-        r = self.create(c, self.a, eval_body(SOURCE))
-        self.judge(c, judges.created(REPLAYED, r, "the source eval run"))
-        if r.status != 201 or not isinstance(r.json, dict):
+        made = self.eval_run(c, REPLAYED, eval_body(SOURCE), "the source run")
+        if made is None:
             return c
-        self.source_id = str(r.json["runId"])
-        self.name_run(self.source_id, "the source run")
+        self.source_id, self.source_events = made
         self.say(c, "(201 says running: the run finished while the request was answered, as "
                     "its run.completed event shows)")
-        self.source_events = self.a.events(self.source_id)
-        self.show_events(c, self.source_id, self.source_events, keep=_matters)
         after = self.counter(c)
         if before is not None and after is not None:
             self.judge(c, judges.counter_moved(REPLAYED, before, after, "the source run"))
         else:
             self.block(c, REPLAYED, "the live counter cannot be read (no eval-counter seam), "
-                          "so it "
-                          "cannot witness the replay")
+                                    "so it cannot witness the replay")
         return c
 
     def replay(self) -> Chapter:
@@ -317,17 +331,12 @@ class Demo:
         assert self.source_id is not None
         before = self.counter(c)
         fixture_runs = {"record": self.source_id}
-        r = self.create(c, self.a, eval_body(REPLAY, fixture_runs))
-        self.judge(c, judges.created(REPLAYED, r, "the replay eval run"))
-        if r.status != 201 or not isinstance(r.json, dict):
+        made = self.eval_run(c, REPLAYED, eval_body(REPLAY, fixture_runs), "the replay")
+        if made is None:
             self.say(c, "the host refused its own completed source run, so it cannot replay "
                         "it (does it hold the recorder's calls? §C asks it to)")
             return c
-        self.replay_id = str(r.json["runId"])
-        self.copies_made += 1
-        self.name_run(self.replay_id, "the replay")
-        events = self.a.events(self.replay_id)
-        self.show_events(c, self.replay_id, events, keep=_matters)
+        self.replay_id, events = made
         summary = self.a.summary(self.replay_id)
         after = self.counter(c)
         self.judge(c, judges.echo(REPLAYED, events, fixture_runs))
@@ -360,15 +369,11 @@ class Demo:
         assert self.source_id is not None
         before = self.counter(c)
         drift_before = self.a.counter("recorded-fixtures-drift")
-        r = self.create(c, self.a, eval_body(DRIFT, {"record": self.source_id}))
-        self.judge(c, judges.created(DRIFTED, r, "the drifted eval run"))
-        if r.status != 201 or not isinstance(r.json, dict):
+        made = self.eval_run(c, DRIFTED, eval_body(DRIFT, {"record": self.source_id}),
+                             "the drifted run")
+        if made is None:
             return c
-        run_id = str(r.json["runId"])
-        self.copies_made += 1
-        self.name_run(run_id, "the drifted run")
-        events = self.a.events(run_id)
-        self.show_events(c, run_id, events, keep=_matters)
+        run_id, events = made
         summary = self.a.summary(run_id)
         after = self.counter(c)
         drift_after = self.counter(c, "recorded-fixtures-drift")
@@ -492,10 +497,10 @@ class Demo:
         copies = erased.get("derivedCopiesErased")
         self.say(c, "(runsReached counts the source and every eval run whose events carried "
                     "its content; derivedCopiesErased the fixture copies)")
-        made = self.copies_made
+        made = self.copies_of(self.source_id)
         self.judge(c, check(COPY_ERASED, copies == made,
-                            f"derivedCopiesErased is {copies!r}: the copies the replay and "
-                            f"the drifted run used ({made}) went too" if copies == made else
+                            f"derivedCopiesErased is {copies!r}: the copy of every eval run "
+                            f"that named the source ({made}) went too" if copies == made else
                             f"derivedCopiesErased is {copies!r}, but {made} eval run(s) "
                             "derived a copy from the source"))
         events = self.a.events(self.replay_id)

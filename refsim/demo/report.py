@@ -238,7 +238,11 @@ def check_base(base: Path) -> None:
     base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=base):  # a folder the demo cannot write fails here
         pass
-    latest = base / "latest"
+    _check_latest(base / "latest")
+
+
+def _check_latest(latest: Path) -> None:
+    """`latest` may be replaced: a link, nothing, or a pointer file the demo wrote."""
     if latest.is_symlink():
         return
     if latest.is_dir():
@@ -262,8 +266,8 @@ def _our_pointer(latest: Path) -> bool:
 def point_latest(base: Path, name: str) -> None:
     """`base/latest` becomes a symlink to `name`, replaced atomically. Where links cannot be
     made, `latest` is a one-line file naming the folder instead."""
-    check_base(base)
     latest = base / "latest"
+    _check_latest(latest)
     tmp = base / f".latest-{os.getpid()}"
     try:
         if tmp.is_symlink() or tmp.exists():

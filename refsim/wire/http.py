@@ -160,8 +160,7 @@ class RefsimHTTPServer(ThreadingHTTPServer):
         # HTTPServer.server_bind resolves the FQDN of the address, which can stall on
         # hosts without reverse DNS; the name is only used in a CGI variable.
         socketserver.TCPServer.server_bind(self)
-        self.server_name = str(self.server_address[0])
-        self.server_port = int(self.server_address[1])
+        self.server_name, self.server_port = self.address
 
     @property
     def address(self) -> tuple[str, int]:
