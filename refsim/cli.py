@@ -114,6 +114,7 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         print(f"refsim: no check matches {args.prefix!r}", file=sys.stderr)
         return EXIT_USAGE
     print(report.to_text(rows, label))
+    untested = _untested(remote[0] if remote is not None else target.host())
     if readings:
         baseline = run_parts(Target(profile=args.profile, seed=args.seed), parts, args.prefix)
         print()
@@ -122,7 +123,21 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     assumed = [{"name": r.name, "value": r.value, "reading": r.meaning} for r in readings]
     report.write_reports(rows, label, args.json, args.junit, generated_at=generated,
                          assumptions=assumed or None)
-    return report.verdict(rows)
+    code = report.verdict(rows)
+    if untested is not None:
+        print(f"untested: {untested}" + (" (--strict: exit 2)" if args.strict else ""))
+        if args.strict and code == 0:
+            return report.EXIT_UNKNOWN
+    return code
+
+
+def _untested(client: HostClient) -> str | None:
+    """An advertised capability the gate left unjudged (no conformance fixtures listed)."""
+    from refsim.check.observe import gate
+    try:
+        return gate(client.request("GET", "/.well-known/openwop")).untested
+    except ValueError:
+        return None
 
 
 def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | int | None:
@@ -130,8 +145,6 @@ def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | in
     the built-in host; an exit code when the options do not make sense."""
     from refsim.wire.http import HttpClient
 
-    if not hasattr(args, "base_url"):
-        return None  # examples and invariants need the built-in host's insides
     base_url = args.base_url or os.environ.get("OPENWOP_BASE_URL")
     if not base_url:
         return None
@@ -182,18 +195,19 @@ def _fuzz(args: argparse.Namespace) -> int:
 
 
 def _mutants(args: argparse.Namespace) -> int:
-    from refsim.check.mutants import kill_matrix, print_matrix, write_json
+    from refsim.check.mutants import kill_matrix_json, print_matrix, write_json
     from refsim.check.zoo import ZOO
 
     chosen = [m for m in ZOO if not args.only or m.name in args.only]
     if not chosen:
         print("refsim: no faulty host matches --only", file=sys.stderr)
         return EXIT_USAGE
-    kills = kill_matrix(chosen, machine_examples=args.machine_examples,
-                        machine_steps=args.machine_steps)
-    code = print_matrix(kills, sys.stdout)
+    doc = kill_matrix_json(chosen, machine_examples=args.machine_examples,
+                           machine_steps=args.machine_steps, http=not args.no_http,
+                           jobs=args.jobs)
+    code = print_matrix(doc, sys.stdout)
     if args.json:
-        write_json(kills, args.json)
+        write_json(doc, args.json)
     return code
 
 
@@ -215,11 +229,14 @@ def _add_check_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assume", action="append", metavar="NAME=VALUE",
                    help="read an open point another way (names in specs/assumptions.yaml); "
                         "the report then says which checks change and why")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 2 when the host advertises a capability the checks could not "
+                        "test (recordedFixtures without the conformance fixtures)")
 
 
 def _add_remote_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--base-url", help="check a live v2 host over HTTP instead "
-                                      "(also OPENWOP_BASE_URL)")
+    p.add_argument("--base-url", help="check a live v2 host over HTTP instead: every row the "
+                                      "wire can witness (also OPENWOP_BASE_URL)")
     p.add_argument("--api-key", help="tenant A's API key there (also OPENWOP_API_KEY)")
     p.add_argument("--tenant-b-api-key", help="a second tenant's key, for the uniformity "
                                               "leg (also OPENWOP_TEST_TENANT_B_API_KEY)")
@@ -238,8 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
             ("invariants", ("invariants",), "run the invariant rows")):
         p = sub.add_parser(name, help=text, description=text)
         _add_check_options(p)
-        if name == "conformance":
-            _add_remote_options(p)
+        _add_remote_options(p)
         p.set_defaults(func=lambda a, parts=parts: _run(a, parts))
     lst = sub.add_parser("list", help="print every requirement with its section and checks")
     lst.set_defaults(func=_list)
@@ -253,8 +269,13 @@ def build_parser() -> argparse.ArgumentParser:
     mutants = sub.add_parser("mutants", help="run the checker and the machine against every "
                                              "faulty host of the zoo; print the kill matrix")
     mutants.add_argument("--json", metavar="PATH", help="write the kill matrix as JSON")
-    mutants.add_argument("--machine-examples", type=int, default=100,
-                         help="examples per faulty host for the machine (0: checker only)")
+    mutants.add_argument("--machine-examples", type=int, default=25,
+                         help="examples per faulty host for the machine, per seed, stopping "
+                              "at the first counterexample (0: checker only)")
+    mutants.add_argument("--no-http", action="store_true",
+                         help="skip the over-HTTP column (serve each host, check --base-url)")
+    mutants.add_argument("--jobs", type=int, default=None,
+                         help="processes to spread the hosts over (default: one per core)")
     mutants.add_argument("--machine-steps", type=int, default=30)
     mutants.add_argument("--only", action="append", metavar="NAME",
                          help="only this faulty host (repeatable)")

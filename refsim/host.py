@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json as _json
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -17,6 +18,10 @@ from refsim.wire.response import Response
 from refsim.wire.router import Router
 
 
+# (host, method, target, headers, body, answer) -> the answer a faulty host gives instead.
+Edge = Callable[["SimHost", str, str, dict[str, str], "bytes | None", Response], Response]
+
+
 class SimHost:
     """A deterministic, in-memory OpenWOP v2 host for the RFC 0252 eval surface.
 
@@ -24,10 +29,13 @@ class SimHost:
     """
 
     def __init__(self, seed: int = 0, profile: HostProfile | None = None,
-                 components: Components | None = None) -> None:
+                 components: Components | None = None, edge: Edge | None = None) -> None:
         self.core = HostCore(seed=seed, profile=profile or HostProfile(),
                              components=components or Components())
         self.router = Router(self.core)
+        # A faulty host of the zoo may rewrite answers at the wire's edge (a header, a
+        # member of a document); the reference host has none.
+        self.edge = edge
 
     @property
     def name(self) -> str:
@@ -67,6 +75,8 @@ class SimHost:
         """The byte-level entry the HTTP server uses. The answer is a copy: a caller that
         edits it changes nothing inside the host."""
         response = self.router.handle(method, path, headers, body)
+        if self.edge is not None:
+            response = self.edge(self, method, path, headers or {}, body, response)
         if response.json is None:
             return response
         return attrs.evolve(response, json=copy.deepcopy(response.json),

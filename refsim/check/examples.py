@@ -112,27 +112,35 @@ import yaml
 
 from refsim import paths, schemas
 from refsim.check import judges
+from refsim.check.expectations import EXPECTATIONS, Invalid, names_needing_run
 from refsim.check.findings import Disposition, Finding, Row, check, fail
+from refsim.check.observe import (
+    COUNTER_TOOL,
+    KEYS,
+    RECORDER,
+    Inspector,
+    Observed,
+    Session,
+    eval_body,
+    gate,
+    inspector_of,
+    nonce,
+    run_path,
+)
 from refsim.check.registry import load_registry
-from refsim.check.session import Session, eval_body, run_path
-from refsim.domain.agents import RECORDER
-from refsim.domain.canonical import canonical
-from refsim.domain.ids import RunId, parse_bound, project
+from refsim.domain.ids import parse_bound, project
 from refsim.domain.profile import PROFILES
-from refsim.domain.tools import vault_credential
-from refsim.host import SimHost
+from refsim.wire.client import HostClient
 from refsim.wire.response import Response
 
 SCENARIO = "rfc-0252-examples"
 DEFAULT_DIRECTORY = paths.SPECS / "examples"
-DEFAULT_TENANTS: Mapping[str, str] = {"acme": "hk_test_acme", "globex": "hk_test_globex"}
+DEFAULT_TENANTS: Mapping[str, str] = KEYS
 
 ID_RE = {"rfc": re.compile(r"^rfc-0252\.example-[1-9][0-9]*$"),
          "refsim": re.compile(r"^refsim\.example\.0252\.[a-z0-9][a-z0-9-]*$")}
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _PATH_REF_RE = re.compile(r"\$([A-Za-z][A-Za-z0-9_-]*)")
-# Keys that only a fixture entry has: none may reach the wire (RFC 0252 §D).
-DERIVED_KEYS = frozenset({"toolResponses", "argsMatch", "isError"})
 
 
 # ------------------------------------------------------------------------------ case objects
@@ -180,6 +188,29 @@ class Example:
     setup: tuple[Action, ...]
     requests: tuple[Request, ...]
     file: str = attrs.field(default="", eq=False)
+    # Every live-counter key the row's scripts and suites name.
+    counter_keys: tuple[str, ...] = attrs.field(default=(), eq=False)
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        return (*self.setup, *(r.action for r in self.requests))
+
+    @property
+    def expectation_names(self) -> set[str]:
+        return {e.name for r in self.requests for e in r.expect}
+
+    def needs_inside(self) -> str | None:
+        """Why the row can only run in process (None when the wire can witness it): it pins
+        a profile of the built-in host, or every claim it makes needs the inside."""
+        if self.profile is not None:
+            return (f"it states a fact about the {self.profile!r} profile of the built-in "
+                    "host, which a host behind HTTP cannot be switched to")
+        claims = self.expectation_names - {"status", "error"}
+        blind = sorted(n for n in claims if not EXPECTATIONS[n].observable_outside)
+        if claims and len(blind) == len(claims):
+            return ("every claim it makes reads the simulator's inside (" + ", ".join(blind)
+                    + ")")
+        return None
 
     def matches(self, prefix: str | None) -> bool:
         """`prefix` is a substring of the short requirement id or of the example id."""
@@ -230,14 +261,10 @@ ROW_KEYS = frozenset({"id", "source", "requirement_id", "title", "profile", "set
 REQUEST_KEYS = frozenset({"label", "expect"})
 TOP_KEYS = frozenset({"examples", "suites", "definitions"})
 # Expectations that read the run the request created: its events or its summary.
-_NEEDS_RUN = frozenset({"echo", "outcomes_equal_source", "fixture_miss_count", "passed",
-                        "event_includes", "tool_statuses", "summary_content_free",
-                        "no_derived_on_wire", "derived_entries"})
+_NEEDS_RUN = names_needing_run()
 
 
-class _Invalid(Exception):
-    """A problem in one row; the loader adds the file and row id."""
-
+_Invalid = Invalid
 
 # ------------------------------------------------------------------------------ loading
 
@@ -349,8 +376,10 @@ class _RowParser:
                                        "expect": raw.get("expect")}, "request"),)
         else:
             raise _Invalid("a row needs `request` + `expect` or `requests`")
+        keys = sorted(set(_counter_keys(raw)) | {k for a in setup for k in _counter_keys(a.args)}
+                      | {k for r in requests for k in _counter_keys(r.action.args)})
         return Example(row_id, source, requirement, title, profile, setup, requests,
-                       self.file)
+                       self.file, tuple(keys))
 
     # -- pieces
 
@@ -508,116 +537,21 @@ class _RowParser:
             if name not in self.runs:
                 raise _Invalid(f"{where}: ${name} names no run captured earlier with `as`")
 
-    def _expectation(self, action: Action, name: str, value: Any, where: str) -> Expectation:
-        where = f"{where}: expect {name}"
-        validate = _EXPECTATIONS.get(name)
-        if validate is None:
-            raise _Invalid(f"{where.rsplit(':', 1)[0]}: unknown expectation {name!r}; "
-                           "expected one of " + ", ".join(_EXPECTATIONS))
-        normalised = validate(self, action, value, where)
-        self._check_refs(normalised, where)
-        return Expectation(name, normalised)
-
-    # -- expectation validators: each returns the normalised value
-
-    def _x_int(self, action: Action, value: Any, where: str) -> Any:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise _Invalid(f"{where}: must be an integer, got {value!r}")
-        return value
-
-    def _x_text(self, action: Action, value: Any, where: str) -> Any:
-        if not isinstance(value, str) or not value:
-            raise _Invalid(f"{where}: must be a string, got {value!r}")
-        return value
-
-    def _x_true(self, action: Action, value: Any, where: str) -> Any:
-        if value is not True:
-            raise _Invalid(f"{where}: the only value is `true`, got {value!r}")
-        return True
-
-    def _x_any(self, action: Action, value: Any, where: str) -> Any:
-        return value
-
-    def _x_values(self, action: Action, value: Any, where: str) -> Any:
-        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-            raise _Invalid(f"{where}: must be a non-empty list of ids or $names")
-        return value
-
-    def _x_labels(self, action: Action, value: Any, where: str) -> Any:
-        labels = value if isinstance(value, list) else [value]
-        for label in labels:
-            if label not in self.labels:
-                raise _Invalid(f"{where}: {label!r} is no earlier request's label "
-                               f"(earlier: {', '.join(self.labels) or 'none'})")
-        return labels
-
-    def _x_echo(self, action: Action, value: Any, where: str) -> Any:
-        if value is True:
-            if action.kind != "create_eval" or "fixture_runs" not in action.args:
-                raise _Invalid(f"{where}: `true` echoes the request's own fixture_runs; this "
-                               "request has none, so give the expected map")
-            return True
-        if not isinstance(value, dict) or not value:
-            raise _Invalid(f"{where}: must be `true` or the expected fixtureRuns map")
-        return value
-
-    def _x_runs(self, action: Action, value: Any, where: str) -> Any:
-        return self._runs(value, where)
-
-    def _x_run(self, action: Action, value: Any, where: str) -> Any:
+    def run_ref(self, value: Any, where: str) -> str:
         return self._run_ref(value, where)
 
-    def _x_per_task(self, kind: type, action: Action, value: Any, where: str) -> Any:
-        def ok(v: Any) -> bool:
-            return isinstance(v, kind) and (kind is bool or not isinstance(v, bool))
-        if ok(value):
-            return value
-        if isinstance(value, dict) and value and all(ok(v) for v in value.values()):
-            return value
-        raise _Invalid(f"{where}: must be a {kind.__name__} or a mapping task -> "
-                       f"{kind.__name__}, got {value!r}")
+    def run_refs(self, value: Any, where: str) -> list[str]:
+        return self._runs(value, where)
 
-    def _x_miss(self, action: Action, value: Any, where: str) -> Any:
-        return self._x_per_task(int, action, value, where)
-
-    def _x_passed(self, action: Action, value: Any, where: str) -> Any:
-        return self._x_per_task(bool, action, value, where)
-
-    def _x_counters(self, action: Action, value: Any, where: str) -> Any:
-        items = value if isinstance(value, list) else [value]
-        out = []
-        for item in items:
-            if not isinstance(item, dict) or not isinstance(item.get("key"), str) \
-                    or set(item) - {"key", "tenant"}:
-                raise _Invalid(f"{where}: each counter is {{key, tenant?}}, got {item!r}")
-            tenant = item.get("tenant", action.tenant)
-            if not isinstance(tenant, str) or tenant not in self.tenants:
-                raise _Invalid(f"{where}: tenant {tenant!r} is unknown")
-            out.append({"key": item["key"], "tenant": tenant})
-        return out
-
-    def _x_event(self, action: Action, value: Any, where: str) -> Any:
-        if not isinstance(value, dict) or not isinstance(value.get("type"), str) \
-                or set(value) - {"type", "payload"}:
-            raise _Invalid(f"{where}: must be {{type, payload?}}, got {value!r}")
-        return value
-
-    def _x_statuses(self, action: Action, value: Any, where: str) -> Any:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise _Invalid(f"{where}: must be a list of status names")
-        return value
-
-    def _x_derived(self, action: Action, value: Any, where: str) -> Any:
-        if not isinstance(value, dict) or set(value) != {"source", "task", "entries"} \
-                or not isinstance(value["task"], str) or not isinstance(value["entries"], list):
-            raise _Invalid(f"{where}: must be {{source, task, entries: [...]}}")
-        return {**value, "source": self._run_ref(value["source"], where)}
-
-    def _x_copies(self, action: Action, value: Any, where: str) -> Any:
-        if not isinstance(value, dict) or set(value) != {"source", "count"} \
-                or not isinstance(value["count"], int):
-            raise _Invalid(f"{where}: must be {{source, count}}")
-        return {**value, "source": self._run_ref(value["source"], where)}
+    def _expectation(self, action: Action, name: str, value: Any, where: str) -> Expectation:
+        where = f"{where}: expect {name}"
+        kind = EXPECTATIONS.get(name)
+        if kind is None:
+            raise _Invalid(f"{where.rsplit(':', 1)[0]}: unknown expectation {name!r}; "
+                           "expected one of " + ", ".join(EXPECTATIONS))
+        normalised = kind.parse(self, action, value, where)
+        self._check_refs(normalised, where)
+        return Expectation(name, normalised)
 
 
 # Per-kind checks and normalisation of an action's arguments, beyond required/optional.
@@ -626,33 +560,6 @@ _REFINE: Mapping[str, Callable[[_RowParser, dict[str, Any], str], dict[str, Any]
     "create_eval": _RowParser._args_create_eval,
     "add_tenant": _RowParser._args_add_tenant,
     "http": _RowParser._args_http,
-}
-_Validator = Callable[[_RowParser, Action, Any, str], Any]
-_EXPECTATIONS: Mapping[str, _Validator] = {
-    "status": _RowParser._x_int,
-    "error": _RowParser._x_text,
-    "no_echo": _RowParser._x_values,
-    "identical_to": _RowParser._x_labels,
-    "same_code_as": _RowParser._x_labels,
-    "echo": _RowParser._x_echo,
-    "outcomes_equal_source": _RowParser._x_runs,
-    "fixture_miss_count": _RowParser._x_miss,
-    "passed": _RowParser._x_passed,
-    "counter_unchanged": _RowParser._x_counters,
-    "counter_moved": _RowParser._x_counters,
-    "event_includes": _RowParser._x_event,
-    "json_includes": _RowParser._x_any,
-    "tool_statuses": _RowParser._x_statuses,
-    "lane_content_free": _RowParser._x_run,
-    "facet_implies_matching": _RowParser._x_true,
-    "summary_content_free": _RowParser._x_true,
-    "no_derived_on_wire": _RowParser._x_true,
-    "runs_unchanged": _RowParser._x_true,
-    "resolutions_unchanged": _RowParser._x_runs,
-    "live_calls_unchanged": _RowParser._x_true,
-    "no_secret_in_derived": _RowParser._x_true,
-    "derived_entries": _RowParser._x_derived,
-    "derived_copies": _RowParser._x_copies,
 }
 
 
@@ -669,20 +576,61 @@ def _refs(value: Any) -> Iterable[str]:
             yield from _refs(v)
 
 
+
+
+def _counter_keys(value: Any) -> Iterable[str]:
+    """The live-counter keys named anywhere in `value` (script steps calling the counter)."""
+    if isinstance(value, dict):
+        args = value.get("args")
+        if value.get("call") == COUNTER_TOOL and isinstance(args, dict) \
+                and isinstance(args.get("key"), str):
+            yield args["key"]
+        for v in value.values():
+            yield from _counter_keys(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _counter_keys(v)
+
+
 # ------------------------------------------------------------------------------ running
 
 
-def run_examples(make_host: Callable[[str | None], SimHost], prefix: str | None = None, *,
-                 examples: Sequence[Example] | None = None) -> list[Row]:
+HostFor = Callable[[str | None], HostClient]
+
+
+def run_examples(make_host: HostFor, prefix: str | None = None, *,
+                 examples: Sequence[Example] | None = None,
+                 keys: Mapping[str, str] | None = None, remote: bool = False) -> list[Row]:
     """Run every row (or those `prefix` selects) on `make_host(row.profile)`, one host each.
 
     `make_host(None)` builds the target's own host: a row without `profile:` runs there.
+    `remote`: the host is behind HTTP (one long-lived host, no inside): rows that need the
+    inside are listed apart; `keys` then maps the tenant labels to that host's API keys.
     """
     chosen = load_examples() if examples is None else examples
-    return [run_example(e, make_host(e.profile)) for e in chosen if e.matches(prefix)]
+    out = []
+    for e in chosen:
+        if not e.matches(prefix):
+            continue
+        if remote:
+            why = e.needs_inside()
+            if why is not None:
+                out.append(Row.apart_row(e.requirement_id, SCENARIO, why, check_id=e.id))
+                continue
+        missing = sorted({a.tenant for a in e.actions} - set(keys or DEFAULT_TENANTS)
+                         - {a.capture for a in e.actions if a.kind == "add_tenant"})
+        if missing:
+            out.append(Row.unjudged(e.requirement_id, SCENARIO, Disposition.BLOCKED,
+                                    "no API key for tenant " + ", ".join(missing) +
+                                    " (a second tenant's key: --tenant-b-api-key or "
+                                    "OPENWOP_TEST_TENANT_B_API_KEY)", check_id=e.id))
+            continue
+        out.append(run_example(e, make_host(None if remote else e.profile), keys=keys))
+    return out
 
 
-def run_example(example: Example, host: SimHost) -> Row:
+def run_example(example: Example, host: HostClient, *,
+                keys: Mapping[str, str] | None = None) -> Row:
     """Judge one row on `host`. A row that names no profile is inapplicable on a host that
     does not advertise recordedFixtures: it has nothing to say about such a host."""
     if example.profile is None:
@@ -690,21 +638,17 @@ def run_example(example: Example, host: SimHost) -> Row:
         if reason is not None:
             return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
                                 reason, check_id=example.id)
-    findings = _RowRun(example, host).run()
+    findings = _RowRun(example, host, inspector_of(host), dict(keys or DEFAULT_TENANTS)).run()
     return Row.judged(example.requirement_id, SCENARIO, findings, check_id=example.id)
 
 
-def inapplicable_because(host: SimHost) -> str | None:
+def inapplicable_because(host: HostClient) -> str | None:
     """Why an unpinned row does not apply to `host`, read from its discovery; None if it does."""
     where = f"the host ({host.name})"
-    discovery = Session(host, DEFAULT_TENANTS["acme"]).discovery()
-    if discovery.status != 200 or not isinstance(discovery.json, dict):
-        return (f"{where} answered discovery {discovery.status}; it advertises nothing "
-                "readable, and the row names no profile of its own")
-    if judges.eval_suite_facet(discovery.json).get("recordedFixtures") is not True:
-        return (f"{where} does not advertise agents.evalSuite.recordedFixtures in "
-                "GET /.well-known/openwop, and the row names no profile of its own")
-    return None
+    gated = gate(Session(host, DEFAULT_TENANTS["acme"]).discovery(), fixtures=False)
+    if gated.applies:
+        return None
+    return f"{where}: {gated.reason}, and the row names no profile of its own"
 
 
 class _Unbound(Exception):
@@ -712,60 +656,33 @@ class _Unbound(Exception):
 
 
 @attrs.define
-class _Observed:
-    """What one request produced, fetched once and only when an expectation asks."""
-
-    run: _RowRun
-    action: Action
-    response: Response
-    _events: list[dict[str, Any]] | None = None
-    _summary: Any = None
-    _summary_read: bool = False
-
-    @property
-    def run_id(self) -> str | None:
-        body = self.response.json
-        if self.response.status in (200, 201) and isinstance(body, dict) \
-                and isinstance(body.get("runId"), str):
-            return str(body["runId"])
-        return None
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        if self._events is None:
-            rid = self.run_id
-            self._events = self.run.session(self.action.tenant).events(rid) if rid else []
-        return self._events
-
-    @property
-    def summary(self) -> Any:
-        if not self._summary_read:
-            rid = self.run_id
-            self._summary = self.run.session(self.action.tenant).summary(rid) if rid else None
-            self._summary_read = True
-        return self._summary
-
-    @property
-    def agent(self) -> str:
-        return str(self.action.args.get("agent", RECORDER))
-
-
-@attrs.define
 class _RowRun:
     example: Example
-    host: SimHost
+    host: HostClient
+    inspector: Inspector | None
+    keys: dict[str, str]
     findings: list[Finding] = attrs.Factory(list)
     runs: dict[str, str] = attrs.Factory(dict)  # captured name -> bound run id
     owners: dict[str, str] = attrs.Factory(dict)  # captured name -> tenant label
-    keys: dict[str, str] = attrs.Factory(lambda: dict(DEFAULT_TENANTS))
     responses: dict[str, Response] = attrs.Factory(dict)
+    current_args: dict[str, Any] = attrs.Factory(dict)
+    # The tenant each label names on this host (learnt from the runs it mints), so a literal
+    # id written `acme/...` in the table names the caller's own tenant whatever it is called.
+    tenant_names: dict[str, str] = attrs.Factory(dict)
+    # Unique to this run of the row: suiteIds it registers carry it, so a host that has
+    # seen the row before (or another tenant's suite of that name) answers as if new.
+    tag: str = attrs.Factory(nonce)
 
     @property
     def req(self) -> str:
         return self.example.requirement_id
 
+    @property
+    def counter_keys(self) -> tuple[str, ...]:
+        return self.example.counter_keys
+
     def session(self, tenant: str) -> Session:
-        return Session(self.host, self.keys[tenant])
+        return Session(self.host, self.keys[tenant], self.inspector)
 
     def run(self) -> list[Finding]:
         for index, action in enumerate(self.example.setup):
@@ -804,6 +721,9 @@ class _RowRun:
                     raise _Unbound(f"${name} was never captured (the action that creates it "
                                    "did not succeed)")
                 return self.runs[name]
+            head, sep, rest = value.partition("/")
+            if sep and head in self.tenant_names and self.tenant_names[head] != head:
+                return f"{self.tenant_names[head]}/{rest}"
             return value
         if isinstance(value, dict):
             return {k: self.subst(v) for k, v in value.items()}
@@ -811,16 +731,29 @@ class _RowRun:
             return [self.subst(v) for v in value]
         return value
 
+    def _suite_id(self, suite_id: str) -> str:
+        return f"{suite_id}-{self.tag}" if suite_id in self.registered else suite_id
+
+    @property
+    def registered(self) -> set[str]:
+        return {str(a.args["suite"]["suiteId"]) for a in self._actions()
+                if a.kind == "register_suite"}
+
+    def _actions(self) -> Iterable[Action]:
+        yield from self.example.setup
+        yield from (r.action for r in self.example.requests)
+
     def perform(self, action: Action) -> Response:
         kind = action.kind
-        if kind == "register_suite":  # a suite document is data, never substituted
-            return self.host.request("POST", "/conformance/seams/eval-suites",
-                                     api_key=self.keys[action.tenant],
-                                     json={"suite": action.args["suite"]})
-        args: dict[str, Any] = self.subst(dict(action.args))
         session = self.session(action.tenant)
+        self.current_args = dict(action.args)
+        if kind == "register_suite":  # a suite document is data, never substituted
+            suite = dict(action.args["suite"])
+            suite["suiteId"] = self._suite_id(str(suite["suiteId"]))
+            return session.register_suite(suite)
+        args: dict[str, Any] = self.subst(dict(action.args))
         if kind == "create_eval":
-            body = eval_body(args["suite"], args.get("fixture_runs"),
+            body = eval_body(self._suite_id(args["suite"]), args.get("fixture_runs"),
                              agent_id=args.get("agent", RECORDER))
             if "eval_modes" in args:
                 body["evalModes"] = args["eval_modes"]
@@ -834,58 +767,78 @@ class _RowRun:
             body.update(args.get("extra", {}))
             return session.create(body)
         if kind == "fork":
-            fork_body = {"mode": args["mode"], **args.get("body", {})}
-            return self.host.request("POST", run_path(args["run"], ":fork"),
-                                     api_key=session.api_key, json=fork_body)
-        if kind in ("erase", "resolve"):
-            return self.host.request("POST", "/conformance/seams"
-                                     + run_path(args["run"], ":" + kind),
-                                     api_key=session.api_key)
+            return session.request("POST", run_path(args["run"], ":fork"),
+                                   json={"mode": args["mode"], **args.get("body", {})})
+        if kind == "erase":
+            return session.erase(args["run"])
+        if kind == "resolve":
+            return session.resolve(args["run"])
         if kind == "add_tenant":
-            tenant = {"name": args["name"], "apiKey": args["api_key"]}
-            if "workspace" in args:
-                tenant["workspace"] = args["workspace"]
-            return self.host.request("POST", "/conformance/seams/tenants",
-                                     api_key=session.api_key, json=tenant)
+            # The key is new to every run of the row; the tenant is the one the row names.
+            name = self.tenant_names.get(args["name"], args["name"])
+            return session.add_tenant(name, f"{args['api_key']}-{self.tag}",
+                                      args.get("workspace"))
         assert kind == "http", kind
         path = _PATH_REF_RE.sub(lambda m: project(self.subst("$" + m.group(1))), args["path"])
         method = args.get("method", "POST")
         if "body" in args:
-            return self.host.request(method, path, api_key=session.api_key, json=args["body"])
-        return self.host.request(method, path, api_key=session.api_key)
+            return session.request(method, path, json=args["body"])
+        return session.request(method, path)
 
     def capture(self, action: Action, response: Response) -> None:
+        body = response.json
+        if response.status in (200, 201) and isinstance(body, dict) \
+                and isinstance(body.get("runId"), str):
+            rid = parse_bound(body["runId"])
+            if rid is not None:
+                self.tenant_names.setdefault(action.tenant, rid.tenant)
         name = action.capture
         if name is None:
             return
         if action.kind == "add_tenant":
-            self.keys[name] = str(action.args["api_key"])
+            self.keys[name] = f"{action.args['api_key']}-{self.tag}"
             return
-        body = response.json
         if response.status in (200, 201) and isinstance(body, dict) \
                 and isinstance(body.get("runId"), str):
             self.runs[name] = body["runId"]
             self.owners[name] = action.tenant
 
     def request(self, request: Request) -> list[Finding]:
-        before = {e.name: self.before(e) for e in request.expect}
+        tenant = request.action.tenant
+        before = {e.name: EXPECTATIONS[e.name].before(self, e.value, tenant)
+                  for e in self._judged(request)}
         response = self.perform(request.action)
         self.responses[request.label] = response
         self.capture(request.action, response)
-        observed = _Observed(self, request.action, response)
+        observed = self.observe(request, response)
+        agent = str(request.action.args.get("agent", RECORDER))
         out: list[Finding] = []
         names = {e.name for e in request.expect}
-        for e in request.expect:
+        for e in self._judged(request):
             if e.name == "error" or (e.name == "status" and "error" in names):
                 continue  # judged together below
-            out += [_labelled(request.label, f)
-                    for f in self.judge(request.label, e, observed, before[e.name])]
+            found = EXPECTATIONS[e.name].judge(self, request.label, e.value, observed,
+                                               before[e.name], tenant, agent)
+            out += [_labelled(request.label, f) for f in found]
         if "error" in names:
             status = next(e.value for e in request.expect if e.name == "status")
             code = next(e.value for e in request.expect if e.name == "error")
             out = judges.refused(self.req, response, request.label, status=status,
                                  code=code) + out
         return out
+
+    def _judged(self, request: Request) -> list[Expectation]:
+        """The request's expectations this host can witness: without the inside, those
+        that need it and have no outside form are left out (the row's detail says so)."""
+        if self.inspector is not None:
+            return list(request.expect)
+        return [e for e in request.expect if EXPECTATIONS[e.name].observable_outside]
+
+    def observe(self, request: Request, response: Response) -> Observed:
+        if not any(EXPECTATIONS[e.name].reads_run for e in request.expect):
+            return Observed(response)
+        session = self.session(request.action.tenant)
+        return session.observe(response)
 
     # -- observing
 
@@ -897,271 +850,9 @@ class _RowRun:
         tenant = self.owners.get(name, "acme")
         return self.session(tenant).events(self.subst(ref))
 
-    def resolutions(self, ref: str) -> int:
-        """How often the host resolved a source id (white box; `HostCore.resolutions`)."""
-        rid = _rid(self.subst(ref))
-        return 0 if rid is None else self.host.core.resolutions.get(rid, 0)
-
-    def before(self, e: Expectation) -> Any:
-        core = self.host.core
-        if e.name in ("counter_unchanged", "counter_moved"):
-            return [self.counter(c["tenant"], c["key"]) for c in e.value]
-        if e.name == "runs_unchanged":
-            return len(core.runs)
-        if e.name == "resolutions_unchanged":
-            return [self.resolutions(r) for r in e.value]
-        if e.name == "live_calls_unchanged":
-            return (core.gateway.live_calls, len(core.gateway.egress))
-        return None
-
-    def judge(self, label: str, e: Expectation, obs: _Observed, before: Any) -> list[Finding]:
-        method: Callable[[str, Any, _Observed, Any], list[Finding]] = getattr(
-            self, "_j_" + e.name)
-        return method(label, e.value, obs, before)
-
-    # -- judging, one method per expectation
-
-    def _j_status(self, label: str, value: Any, obs: _Observed, before: Any) -> list[Finding]:
-        if value == 201:
-            return [judges.created(self.req, obs.response, label)]
-        got = obs.response.status
-        return [check(self.req, got == value, f"{label}: expected {value}, got {got}",
-                      judges._obs(obs.response))]
-
-    def _j_no_echo(self, label: str, value: Any, obs: _Observed, before: Any) -> list[Finding]:
-        return [judges.no_echo(self.req, obs.response, [str(v) for v in self.subst(value)],
-                               label)]
-
-    def _alike(self, label: str, value: Any, obs: _Observed, exact: bool) -> list[Finding]:
-        pairs = [(other, self.responses[other]) for other in value]
-        return [judges.uniform(self.req, [*pairs, (label, obs.response)], exact=exact)]
-
-    def _j_identical_to(self, label: str, value: Any, obs: _Observed, before: Any
-                        ) -> list[Finding]:
-        return self._alike(label, value, obs, exact=True)
-
-    def _j_same_code_as(self, label: str, value: Any, obs: _Observed, before: Any
-                        ) -> list[Finding]:
-        return self._alike(label, value, obs, exact=False)
-
-    def _j_echo(self, label: str, value: Any, obs: _Observed, before: Any) -> list[Finding]:
-        expected = self.subst(obs.action.args["fixture_runs"] if value is True else value)
-        return [judges.echo(self.req, obs.events, expected)]
-
-    def _j_outcomes_equal_source(self, label: str, value: Any, obs: _Observed, before: Any
-                                 ) -> list[Finding]:
-        source = [event for ref in value for event in self.events_of(ref)]
-        return judges.outcomes_equal(self.req, source, obs.events, obs.agent)
-
-    def _per_task(self, label: str, value: Any, obs: _Observed) -> list[tuple[str, Any]] | None:
-        if isinstance(value, dict):
-            return list(value.items())
-        summary = obs.summary
-        tasks = summary.get("tasks") if isinstance(summary, dict) else None
-        if not isinstance(tasks, list) or not tasks:
-            return None
-        return [(str(t.get("taskId")), value) for t in tasks if isinstance(t, dict)]
-
-    def _j_fixture_miss_count(self, label: str, value: Any, obs: _Observed, before: Any
-                              ) -> list[Finding]:
-        pairs = self._per_task(label, value, obs)
-        if pairs is None:
-            return [fail(self.req, f"{label}: the run has no EvalSummary with tasks")]
-        return [f for task, n in pairs
-                for f in judges.miss_count(self.req, obs.events, obs.summary, task, n)]
-
-    def _j_passed(self, label: str, value: Any, obs: _Observed, before: Any) -> list[Finding]:
-        pairs = self._per_task(label, value, obs)
-        if pairs is None:
-            return [fail(self.req, f"{label}: the run has no EvalSummary with tasks")]
-        return [f for task, want in pairs
-                for f in judges.passed_is(self.req, obs.events, obs.summary, task, want)]
-
-    def _counters(self, label: str, value: Any, before: Any, moved: bool) -> list[Finding]:
-        out = []
-        for spec, was in zip(value, before, strict=True):
-            now = self.counter(spec["tenant"], spec["key"])
-            what = f"{label} (counter {spec['key']!r} of {spec['tenant']})"
-            if was is None or now is None:
-                out.append(fail(self.req, f"{what}: the live counter cannot be observed"))
-            elif moved:
-                out.append(judges.counter_moved(self.req, was, now, what))
-            else:
-                out.append(judges.counter_unchanged(self.req, was, now, what))
-        return out
-
-    def _j_counter_unchanged(self, label: str, value: Any, obs: _Observed, before: Any
-                             ) -> list[Finding]:
-        return self._counters(label, value, before, moved=False)
-
-    def _j_counter_moved(self, label: str, value: Any, obs: _Observed, before: Any
-                         ) -> list[Finding]:
-        return self._counters(label, value, before, moved=True)
-
-    def _j_event_includes(self, label: str, value: Any, obs: _Observed, before: Any
-                          ) -> list[Finding]:
-        want = self.subst(value.get("payload", {}))
-        typed = judges.of_type(obs.events, value["type"])
-        found = any(_includes(e.get("payload"), want) for e in typed)
-        return [check(self.req, found,
-                      f"{label}: a {value['type']} event carries {canonical(want)}" if found else
-                      f"{label}: no {value['type']} event (of {len(typed)}) carries "
-                      f"{canonical(want)}", [e.get("payload") for e in typed])]
-
-    def _j_json_includes(self, label: str, value: Any, obs: _Observed, before: Any
-                         ) -> list[Finding]:
-        want = self.subst(value)
-        found = _includes(obs.response.json, want)
-        return [check(self.req, found, f"{label}: the response body contains {canonical(want)}"
-                      if found else f"{label}: the response body lacks {canonical(want)}",
-                      judges._obs(obs.response))]
-
-    def _j_tool_statuses(self, label: str, value: Any, obs: _Observed, before: Any
-                         ) -> list[Finding]:
-        got = [(e.get("payload") or {}).get("status")
-               for e in judges.of_type(obs.events, "agent.tool-returned")
-               if (e.get("payload") or {}).get("agentId") == obs.agent]
-        return [check(self.req, got == value,
-                      f"{label}: {obs.agent}'s calls returned {got}"
-                      + ("" if got == value else f", expected {value}"))]
-
-    def _j_lane_content_free(self, label: str, value: Any, obs: _Observed, before: Any
-                             ) -> list[Finding]:
-        events = self.events_of(value)
-        called = [e.get("payload") or {} for e in judges.of_type(events, "agent.tool-called")]
-        returned = [e.get("payload") or {}
-                    for e in judges.of_type(events, "agent.tool-returned")]
-        hashed = bool(called) and all("argsHash" in p and "inputs" not in p for p in called)
-        bare = all("outcome" not in p and "error" not in p for p in returned)
-        return [check(self.req, bool(called), f"{label}: the source recorded "
-                      f"{len(called)} tool call(s) on the wire"),
-                check(self.req, hashed and bare,
-                      f"{label}: the source's wire lane is content-free (argsHash, no outcome)"
-                      if hashed and bare else
-                      f"{label}: the source's wire lane carries content", called + returned)]
-
-    def _j_facet_implies_matching(self, label: str, value: Any, obs: _Observed, before: Any
-                                  ) -> list[Finding]:
-        return [judges.facet_implies_matching(self.req, obs.response.json)]
-
-    def _j_summary_content_free(self, label: str, value: Any, obs: _Observed, before: Any
-                                ) -> list[Finding]:
-        return judges.content_free(self.req, obs.summary, obs.events)
-
-    def _j_no_derived_on_wire(self, label: str, value: Any, obs: _Observed, before: Any
-                              ) -> list[Finding]:
-        rid = _rid(obs.run_id)
-        held = [entries for _, run, _, entries in self.host.core.copies.all_entries()
-                if run == rid and entries]
-        out = [check(self.req, bool(held), f"{label}: (white box) the run holds derived "
-                     f"entries for {len(held)} task(s), so there is something to leak")]
-        rid_text = obs.run_id or ""
-        snapshot = self.host.request("GET", run_path(rid_text),
-                                     api_key=self.keys[obs.action.tenant]).json
-        for what, doc in (("the create response", obs.response.json),
-                          ("the run snapshot", snapshot),
-                          ("the EvalSummary", obs.summary),
-                          *((f"event {e.get('sequence')} ({e.get('type')})", e)
-                            for e in obs.events)):
-            bad = sorted(_keys(doc) & DERIVED_KEYS)
-            if bad:
-                out.append(fail(self.req, f"{label}: {what} carries fixture-entry keys {bad}",
-                                doc))
-        if len(out) == 1:
-            out.append(check(self.req, True, f"{label}: no response, event or summary carries "
-                             "a fixture entry"))
-        return out
-
-    # -- white box
-
-    def _j_runs_unchanged(self, label: str, value: Any, obs: _Observed, before: Any
-                          ) -> list[Finding]:
-        now = len(self.host.core.runs)
-        return [check(self.req, now == before,
-                      f"{label}: (white box) no run was created ({now} runs)" if now == before
-                      else f"{label}: (white box) the host holds {now} runs, {before} before")]
-
-    def _j_resolutions_unchanged(self, label: str, value: Any, obs: _Observed, before: Any
-                                 ) -> list[Finding]:
-        out = []
-        for ref, was in zip(value, before, strict=True):
-            now = self.resolutions(ref)
-            out.append(judges.no_reresolution(self.req, was, now, f"{label} ({ref})"))
-        return out
-
-    def _j_live_calls_unchanged(self, label: str, value: Any, obs: _Observed, before: Any
-                                ) -> list[Finding]:
-        gateway = self.host.core.gateway
-        now = (gateway.live_calls, len(gateway.egress))
-        return [check(self.req, now == before,
-                      f"{label}: (white box) no live tool ran, nothing left through egress"
-                      if now == before else f"{label}: (white box) live calls / egress "
-                      f"records went {before} -> {now}")]
-
-    def _j_no_secret_in_derived(self, label: str, value: Any, obs: _Observed, before: Any
-                                ) -> list[Finding]:
-        core = self.host.core
-        secrets = sorted({vault_credential(t.name) for t in core.tenants.values()})
-        entries = [{"source": str(source), "evalRun": str(run), "task": task,
-                    "entries": [e.to_json() for e in found]}
-                   for source, run, task, found in core.copies.all_entries()]
-        egress = json.dumps([list(r.headers) for r in core.gateway.egress])
-        resolved = any(s in egress for s in secrets)
-        return [check(self.req, resolved, f"{label}: (white box) control: the host resolved an "
-                      "egress credential" if resolved else f"{label}: (white box) no egress "
-                      "credential was ever resolved, so its absence shows nothing"),
-                check(self.req, any(e["entries"] for e in entries),
-                      f"{label}: (white box) derived copies exist ({len(entries)})"),
-                judges.no_secret_in(self.req, entries, secrets, f"{label}: derived copies")]
-
-    def _j_derived_entries(self, label: str, value: Any, obs: _Observed, before: Any
-                           ) -> list[Finding]:
-        source, run = _rid(self.subst(value["source"])), _rid(obs.run_id)
-        found = None if source is None or run is None else self.host.core.copies.get(
-            source, run, value["task"])
-        got = None if found is None else [e.to_json() for e in found]
-        want = self.subst(value["entries"])
-        same = got is not None and canonical(got) == canonical(want)
-        return [check(self.req, same,
-                      f"{label}: (white box) task {value['task']} derived {len(want)} "
-                      "expected entr(ies)" if same else f"{label}: (white box) task "
-                      f"{value['task']} derived {got}, expected {want}",
-                      {"got": got, "expected": want})]
-
-    def _j_derived_copies(self, label: str, value: Any, obs: _Observed, before: Any
-                          ) -> list[Finding]:
-        source = _rid(self.subst(value["source"]))
-        got = 0 if source is None else self.host.core.copies.count_for(source)
-        return [check(self.req, got == value["count"],
-                      f"{label}: (white box) {got} derived cop(ies) under {value['source']}"
-                      + ("" if got == value["count"] else f", expected {value['count']}"))]
-
 
 def _labelled(label: str, finding: Finding) -> Finding:
     """Name the request in a finding whose judge could not (it takes no `what`)."""
     if finding.message.startswith(label + ":") or finding.message.startswith(label + " ("):
         return finding
     return attrs.evolve(finding, message=f"{label}: {finding.message}")
-
-
-def _rid(value: Any) -> RunId | None:
-    return parse_bound(value)
-
-
-def _includes(actual: Any, want: Any) -> bool:
-    """Mappings by subset, at any depth; everything else by canonical equality."""
-    if isinstance(want, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and _includes(actual[k], v) for k, v in want.items())
-    return canonical(actual) == canonical(want)
-
-
-def _keys(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        out = set(map(str, value))
-        for v in value.values():
-            out |= _keys(v)
-        return out
-    if isinstance(value, list):
-        return set().union(*map(_keys, value)) if value else set()
-    return set()

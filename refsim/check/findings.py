@@ -54,6 +54,9 @@ class Row:
     # Which check produced the row (a leg, an example row, an invariant): several checks
     # may witness one requirement id.
     check_id: str = ""
+    # Not run on this host because it needs the simulator's inside: listed apart in every
+    # report, never a pass or a fail, and no part of the verdict.
+    apart: bool = False
 
     @property
     def assertion_count(self) -> int:
@@ -84,6 +87,11 @@ class Row:
             raise ValueError("every non-pass row carries a reason")
         return Row(requirement_id, scenario_id, disposition, reason, (),
                    check_id or requirement_id)
+
+    @staticmethod
+    def apart_row(requirement_id: str, scenario_id: str, reason: str, check_id: str = "") -> Row:
+        return Row(requirement_id, scenario_id, Disposition.SKIPPED,
+                   "in process only: " + reason, (), check_id or requirement_id, True)
 
     @property
     def passed(self) -> bool:

@@ -17,48 +17,98 @@ import yaml
 from refsim import paths
 from refsim.check import judges
 from refsim.check.findings import Disposition, Finding, Row, check, fail
-from refsim.check.session import (
+from refsim.check.ids import req_id
+from refsim.check.observe import (
     COUNTER_KEY,
+    COUNTER_TOOL,
     DRIFT,
+    DRIFT_KEY,
+    KEYS,
     RECORDER,
     REPLAY,
     SOURCE,
+    TENANT_A,
+    TENANT_B,
+    Inspector,
+    Observed,
     Session,
     eval_body,
+    gate,
+    inspector_of,
+    nonce,
     run_path,
 )
 from refsim.domain.canonical import canonical
-from refsim.domain.ids import RunId, parse_bound
-from refsim.domain.tools import VAULT, vault_credential
-from refsim.host import SimHost
+from refsim.wire.client import HostClient
 from refsim.wire.response import Response
 
 SCENARIO = "invariants"
-KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
-TENANT_A = "acme"
-# A well-formed id under the caller's tenant that no host minted.
+# A well-formed opaque segment no host minted.
 UNKNOWN_OPAQUE = "run-0252invariant000000"
+VAULT = "refsim.tools:vault"
 
 TIERS = ("protocol", "reference-impl")
 SEVERITIES = ("critical", "high", "medium", "low")
 WITNESS_CLASSES = ("witnessable-unaided", "witnessable-gated", "seam-gated", "claims-check",
                    "negative-existence", "unwitnessable")
 REQUIRED = ("id", "tier", "severity", "threat_model", "tests", "note", "witness",
-            "witnessReview", "requirement_id", "check")
-OPTIONAL = ("non_testability_rationale",)
+            "witnessReview", "requirement_id")
+# A row names exactly one of `check` (Python in this module) or `example` (a row of the
+# example table that says the same, run as it is and filed under the invariant).
+OPTIONAL = ("non_testability_rationale", "check", "example")
 ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIREMENT_RE = re.compile(r"^(openwop|refsim)\.requirement\.[a-z0-9][a-z0-9.-]*$")
 NAMESPACES = ("openwop.requirement.", "refsim.requirement.")
 
-Check = Callable[[SimHost], list[Finding]]
+
+
+@attrs.define
+class Probe:
+    """What a check observes through: tenant A's and B's sessions on one host, and the
+    host's inside when it is the simulator (None over HTTP)."""
+
+    client: HostClient
+    a: Session
+    b: Session
+    inspector: Inspector | None
+    # Unique to one run of the check: suiteIds it registers carry it.
+    tag: str = attrs.Factory(nonce)
+
+    def suite(self, suite: dict[str, Any]) -> dict[str, Any]:
+        """`suite` under a suiteId unique to this run, registered by tenant A."""
+        doc = {**suite, "suiteId": f"{suite['suiteId']}-{self.tag}"}
+        self.registered = self.a.register_suite(doc)
+        return doc
+
+    registered: Response | None = None
+
+    def count(self, session: Session, key: str = COUNTER_KEY) -> int:
+        """The live counter through the seam; on the simulator without it, from inside."""
+        value = session.counter(key)
+        if value is None and self.inspector is not None:
+            value = self.inspector.counter(session.api_key, key)
+        return -1 if value is None else value
+
+
+Check = Callable[[Probe], list[Finding]]
 CHECKS: dict[str, Check] = {}
 # Checks that judge a host whatever it advertises; every other one needs recordedFixtures.
 UNGATED = frozenset({"check_facet_implies_matching"})
+# Checks whose claim only the simulator's inside can witness: over HTTP they are listed
+# apart with this reason, never judged.
+INSIDE: dict[str, str] = {}
 
 
 def _check(fn: Check) -> Check:
     CHECKS[fn.__name__] = fn
     return fn
+
+
+def _inside(why: str) -> Callable[[Check], Check]:
+    def mark(fn: Check) -> Check:
+        INSIDE[fn.__name__] = why
+        return fn
+    return mark
 
 
 # ----------------------------------------------------------------------------- rows
@@ -77,11 +127,13 @@ class Invariant:
     witness: str
     witness_review: str
     requirement_id: str
-    check: str
+    check: str | None
     non_testability_rationale: str | None = None
+    example: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.id} ({self.tier}, {self.severity}, {self.witness}) -> {self.check}"
+        return (f"{self.id} ({self.tier}, {self.severity}, {self.witness}) -> "
+                f"{self.check or 'example ' + str(self.example)}")
 
     def matches(self, prefix: str) -> bool:
         """`prefix` is a substring of the row id or of its bare requirement id; a prefix
@@ -153,31 +205,61 @@ def _parse_row(raw: Any, index: int) -> Invariant:
     if not REQUIREMENT_RE.match(raw["requirement_id"]):
         raise bad(f"requirement_id {raw['requirement_id']!r} is not "
                   "openwop.requirement.<...> or refsim.requirement.<...>")
-    if raw["check"] not in CHECKS:
+    if ("check" in raw) == ("example" in raw):
+        raise bad("name exactly one of `check` (a check in refsim.check.invariants) or "
+                  "`example` (a row of the example table)")
+    if "check" in raw and raw["check"] not in CHECKS:
         raise bad(f"check {raw['check']!r} is not a check registered in "
                   f"refsim.check.invariants (known: {', '.join(sorted(CHECKS))})")
+    if "example" in raw:
+        from refsim.check.examples import load_examples
+        known = {e.id for e in load_examples()}
+        if raw["example"] not in known:
+            raise bad(f"example {raw['example']!r} is no row of the example table "
+                      "(specs/examples/)")
     return Invariant(id=raw["id"], tier=raw["tier"], severity=raw["severity"],
                      threat_model=raw["threat_model"], tests=tuple(tests), note=raw["note"],
                      witness=raw["witness"], witness_review=raw["witnessReview"],
-                     requirement_id=raw["requirement_id"], check=raw["check"],
-                     non_testability_rationale=raw.get("non_testability_rationale"))
+                     requirement_id=raw["requirement_id"], check=raw.get("check"),
+                     non_testability_rationale=raw.get("non_testability_rationale"),
+                     example=raw.get("example"))
 
 
-def run_invariants(make_host: Callable[[], SimHost], prefix: str | None = None,
-                   invariants: Sequence[Invariant] | None = None) -> list[Row]:
-    """One report row per invariant (filtered by `prefix`), each on a fresh host."""
+def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = None,
+                   invariants: Sequence[Invariant] | None = None, *,
+                   keys: Mapping[str, str] | None = None, remote: bool = False) -> list[Row]:
+    """One report row per invariant (filtered by `prefix`), each on a fresh host (or, with
+    `remote`, on the one host behind HTTP, where rows needing the inside are listed apart)."""
+    keys = dict(keys or KEYS)
     rows = []
     for inv in invariants if invariants is not None else load_invariants():
         if prefix is not None and not inv.matches(prefix):
             continue
-        host = make_host()
-        reason = None if inv.check in UNGATED else gate(host)
-        if reason is not None:
-            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
-                                     reason, check_id=inv.id))
+        if inv.example is not None:
+            rows.append(_bound_row(inv, make_host, keys, remote))
             continue
+        assert inv.check is not None
+        if remote and inv.check in INSIDE:
+            rows.append(Row.apart_row(inv.requirement_id, SCENARIO, INSIDE[inv.check],
+                                      check_id=inv.id))
+            continue
+        if TENANT_B not in keys:
+            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, Disposition.BLOCKED,
+                                     "no second tenant's API key (--tenant-b-api-key or "
+                                     "OPENWOP_TEST_TENANT_B_API_KEY)", check_id=inv.id))
+            continue
+        host = make_host()
+        a = Session(host, keys[TENANT_A])
+        gated = gate(a.discovery(), fixtures=False)
+        if inv.check not in UNGATED and not gated.applies:
+            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
+                                     str(gated.reason), check_id=inv.id))
+            continue
+        inspector = inspector_of(host)
+        probe = Probe(host, Session(host, keys[TENANT_A], inspector),
+                      Session(host, keys[TENANT_B], inspector), inspector)
         try:
-            findings = CHECKS[inv.check](host)
+            findings = CHECKS[inv.check](probe)
         except Exception as exc:  # a check that crashes on a host is a failed check, with why
             findings = [fail(inv.requirement_id, f"the check {inv.check} raised {exc!r}")]
         # A row's findings are filed under the row's requirement id.
@@ -186,140 +268,23 @@ def run_invariants(make_host: Callable[[], SimHost], prefix: str | None = None,
     return rows
 
 
-def gate(host: SimHost) -> str | None:
-    """Why the RFC 0252 rows do not apply to this host, or None when they do."""
-    discovery = host.request("GET", "/.well-known/openwop")
-    if discovery.status != 200 or not isinstance(discovery.json, dict):
-        return f"discovery answered {discovery.status}; the host advertises nothing readable"
-    if judges.eval_suite_facet(discovery.json).get("recordedFixtures") is not True:
-        return "the host does not advertise agents.evalSuite.recordedFixtures"
-    return None
+def _bound_row(inv: Invariant, make_host: Callable[[], HostClient], keys: dict[str, str],
+               remote: bool) -> Row:
+    """An invariant that restates an example row: that row, run as it is, filed here."""
+    from refsim.check.examples import load_examples, run_example
+    (example,) = [e for e in load_examples() if e.id == inv.example]
+    if remote and example.needs_inside() is not None:
+        return Row.apart_row(inv.requirement_id, SCENARIO, str(example.needs_inside()),
+                             check_id=inv.id)
+    row = run_example(example, make_host(), keys=keys)
+    findings = [attrs.evolve(f, requirement_id=inv.requirement_id) for f in row.findings]
+    if row.disposition is Disposition.INAPPLICABLE:
+        return Row.unjudged(inv.requirement_id, SCENARIO, row.disposition, row.detail,
+                            check_id=inv.id)
+    return Row.judged(inv.requirement_id, SCENARIO, findings, check_id=inv.id)
 
 
-# ----------------------------------------------------------------------------- pure judges
-
-
-_DERIVED_KEY_RE = re.compile(r'"(toolResponses|argsMatch|tool)"\s*:')
-
-
-def no_derived_entries(req: str, text: str, what: str) -> Finding:
-    """§D: wire text carries no derived entry list and no derived entry."""
-    found = sorted(set(_DERIVED_KEY_RE.findall(text)))
-    return check(req, not found, f"{what}: no derived entry or entry list" if not found
-                 else f"{what}: carries derived-entry keys {found}", {"keys": found})
-
-
-def absent(req: str, response: Response, what: str) -> Finding:
-    """A route that must not exist answers 404 or 405, never content."""
-    return check(req, response.status in (404, 405),
-                 f"{what}: does not exist ({response.status})" if response.status in (404, 405)
-                 else f"{what}: answered {response.status}; the operation exists",
-                 {"status": response.status})
-
-
-def no_content_in(req: str, documents: Any, markers: Iterable[str], what: str) -> Finding:
-    """No recorded content (tool answers, decisions) appears in what must stay content-free."""
-    text = json.dumps(documents, sort_keys=True, default=str, ensure_ascii=False)
-    found = sorted(m for m in markers if m and m in text)
-    return check(req, not found, f"{what}: no recorded content" if not found
-                 else f"{what}: carries recorded content {found}", {"found": found})
-
-
-def present_in(req: str, documents: Any, needle: str, what: str) -> Finding:
-    """A positive control: the material a check hunts for really exists where it should."""
-    text = json.dumps(documents, sort_keys=True, default=str, ensure_ascii=False)
-    return check(req, needle in text, f"{what}: present, as expected" if needle in text
-                 else f"{what}: absent, so the check cannot witness anything")
-
-
-def unchanged(req: str, before: Any, after: Any, what: str) -> Finding:
-    same = canonical(before) == canonical(after)
-    return check(req, same, f"{what}: unchanged" if same else f"{what}: changed",
-                 {"before": before, "after": after})
-
-
-def refused_registered(req: str, response: Response, what: str) -> list[Finding]:
-    """Refused (4xx) with a registered code in a well-formed envelope."""
-    return [check(req, 400 <= response.status < 500,
-                  f"{what}: refused with {response.status}" if 400 <= response.status < 500
-                  else f"{what}: answered {response.status}, not a refusal",
-                  {"status": response.status, "body": response.json}),
-            judges.envelope(req, response, what)]
-
-
-def copies_gone(req: str, remaining: Sequence[tuple[str, Any]], source: str,
-                markers: Iterable[str]) -> list[Finding]:
-    """Security: after erasure no stored copy is keyed under the source or holds its content."""
-    keyed = [s for s, _ in remaining if s == source]
-    text = json.dumps([e for _, e in remaining], sort_keys=True, default=str)
-    held = sorted(m for m in markers if m in text)
-    return [check(req, not keyed, "no derived copy is stored under the erased source" if not keyed
-                  else f"{len(keyed)} derived copy(ies) still stored under the erased source"),
-            check(req, not held, "no stored copy holds the erased source's content" if not held
-                  else f"stored copies still hold the erased source's content {held}")]
-
-
-# ----------------------------------------------------------------------------- observations
-
-
-@attrs.define
-class _Eval:
-    """One created run and what the wire says about it, gathered before any judging."""
-
-    session: Session
-    created: Response
-    events: list[dict[str, Any]] = attrs.Factory(list)
-    summary: Any = None
-
-    @property
-    def run_id(self) -> str | None:
-        body = self.created.json
-        if self.created.status != 201 or not isinstance(body, dict):
-            return None
-        return str(body["runId"]) if "runId" in body else None
-
-    @property
-    def completed(self) -> bool:
-        return any(e.get("type") == "run.completed" for e in self.events)
-
-
-def _observe(session: Session, response: Response) -> _Eval:
-    obs = _Eval(session, response)
-    if obs.run_id is not None:
-        obs.events = session.events(obs.run_id)
-        obs.summary = session.summary(obs.run_id)
-    return obs
-
-
-def _eval(session: Session, suite: str, fixture_runs: dict[str, Any] | None = None,
-          **extra: Any) -> _Eval:
-    return _observe(session, session.create(eval_body(suite, fixture_runs, **extra)))
-
-
-def _agent_run(session: Session, script: list[Any]) -> _Eval:
-    """A workflow run of the recorder with a script: a usable source when it completes."""
-    return _observe(session, session.workflow("conformance-agent-call",
-                                              {"agentId": RECORDER, "script": script}))
-
-
-def _fork(session: Session, run_id: str, mode: str) -> _Eval:
-    return _observe(session, session.fork(run_id, mode))
-
-
-def _controls(req: str, obs: _Eval, what: str) -> list[Finding]:
-    """Positive control: the run was created and completed."""
-    return [judges.created(req, obs.created, what),
-            check(req, obs.completed, f"{what}: reached run.completed" if obs.completed
-                  else f"{what}: never reached run.completed")]
-
-
-def _sessions(host: SimHost) -> tuple[Session, Session]:
-    return Session(host, KEY_A), Session(host, KEY_B)
-
-
-def _register(session: Session, suite: dict[str, Any]) -> Response:
-    return session.client.request("POST", "/conformance/seams/eval-suites",
-                                  api_key=session.api_key, json={"suite": suite})
+# ----------------------------------------------------------------------------- helpers
 
 
 def _suite(suite_id: str, tasks: Mapping[str, list[Any]], decision: str) -> dict[str, Any]:
@@ -335,42 +300,21 @@ def _call(tool: str, args: Any) -> dict[str, Any]:
 
 
 def _counter(op: str, key: str = COUNTER_KEY) -> dict[str, Any]:
-    return _call("conformance.eval:counter", {"op": op, "key": key})
+    return _call(COUNTER_TOOL, {"op": op, "key": key})
 
 
-def _count(session: Session, key: str = COUNTER_KEY) -> int:
-    """The live counter through the seam; a host without the seam is read from inside."""
-    value = session.counter(key)
-    if value is None and isinstance(session.client, SimHost):
-        owner = session.client.core.caller(session.api_key)
-        if owner is not None:
-            return session.client.core.gateway.counter_value(owner.tenant, key)
-    return -1 if value is None else value
+def _controls(req: str, obs: Observed, what: str) -> list[Finding]:
+    """Positive control: the run was created and completed."""
+    return [judges.created(req, obs.response, what),
+            check(req, obs.completed, f"{what}: reached run.completed" if obs.completed
+                  else f"{what}: never reached run.completed")]
 
 
-def _gateway(host: SimHost) -> dict[str, Any]:
-    """Every piece of live tool state: a fail-closed replay moves none of it."""
-    gw = host.core.gateway
-    return {"liveCalls": gw.live_calls, "egress": len(gw.egress),
-            "counters": sorted([*k, v] for k, v in gw.counters.items())}
-
-
-def _rid(value: str | None) -> RunId | None:
-    return parse_bound(value) if value is not None else None
-
-
-def _entries(host: SimHost) -> list[tuple[str, Any]]:
-    """(source id, derived entries as JSON) for every copy the host holds."""
-    return [(source.bound, [e.to_json() for e in entries])
-            for source, _, _, entries in host.core.copies.all_entries()]
-
-
-def _held(host: SimHost, run_id: str) -> list[dict[str, Any]]:
-    """The calls the host holds for a run, as executed (inside the simulator only)."""
-    rid = parse_bound(run_id)
-    run = host.core.runs.get(rid) if rid is not None else None
-    return [] if run is None else [{"tool": c.tool, "inputs": c.inputs, "outcome": c.outcome,
-                                    "error": c.error} for c in run.held_calls]
+def _registered(req: str, probe: Probe, what: str) -> Finding:
+    r = probe.registered
+    return check(req, r is not None and r.status == 201,
+                 f"{what} was registered" if r is not None and r.status == 201 else
+                 f"{what} was not registered ({None if r is None else r.status})")
 
 
 def _returned(events: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -378,32 +322,44 @@ def _returned(events: Sequence[Mapping[str, Any]]) -> list[Any]:
             if e.get("type") == "agent.tool-returned"]
 
 
+def _tenant(run_id: str | None) -> str:
+    return (run_id or f"{TENANT_A}/x").split("/", 1)[0]
+
+
+def _live(probe: Probe, keys: Sequence[str]) -> Any:
+    """Every piece of live tool state a check can see: all of it inside the simulator, the
+    counters of `keys` over HTTP."""
+    if probe.inspector is not None:
+        return probe.inspector.live_state()
+    return {key: probe.count(probe.a, key) for key in keys}
+
+
 # ----------------------------------------------------------------------------- checks
 
-R_UNIFORM = "openwop.requirement.0252.source-uniform"
-R_CONTENT_FREE = "refsim.requirement.0252.summary-content-free"
-R_FAIL_CLOSED = "refsim.requirement.0252.fail-closed-miss"
-R_NO_EGRESS = "refsim.requirement.0252.no-egress-credential"
-R_NO_RERESOLVE = "refsim.requirement.0252.fork-no-reresolve"
-R_COPY_ERASED = "refsim.requirement.0252.copy-erased-with-source"
-R_GONE_COPY = "refsim.requirement.0252.gone-copy-refused"
-R_ECHO = "refsim.requirement.0252.echo-verbatim"
-R_FACET = "refsim.requirement.0252.facet-implies-matching"
-R_NEVER_ON_WIRE = "refsim.requirement.0252.derived-never-on-wire"
+R_UNIFORM = req_id("0252.source-uniform")
+R_CONTENT_FREE = req_id("0252.summary-content-free")
+R_FAIL_CLOSED = req_id("0252.fail-closed-miss")
+R_NO_EGRESS = req_id("0252.no-egress-credential")
+R_NO_RERESOLVE = req_id("0252.fork-no-reresolve")
+R_COPY_ERASED = req_id("0252.copy-erased-with-source")
+R_GONE_COPY = req_id("0252.gone-copy-refused")
+R_ECHO = req_id("0252.echo-verbatim")
+R_FACET = req_id("0252.facet-implies-matching")
+R_NEVER_ON_WIRE = req_id("0252.derived-never-on-wire")
 
 
 @_check
-def check_tenant_scoped(host: SimHost) -> list[Finding]:
+def check_tenant_scoped(probe: Probe) -> list[Finding]:
     """§C: every unusable source, another tenant's included, gets one id-free refusal."""
     req = R_UNIFORM
-    a, b = _sessions(host)
-    own = _eval(a, SOURCE)
+    a, b = probe.a, probe.b
+    own = a.eval(SOURCE)
     out = _controls(req, own, "the caller's own source run")
     if own.run_id is None:
         return out
     out.append(judges.created(req, a.create(eval_body(REPLAY, {"record": own.run_id})),
                               "positive control: the caller's own completed source"))
-    foreign = _eval(b, SOURCE)
+    foreign = b.eval(SOURCE)
     out += _controls(req, foreign, "tenant B's source run")
     waiting = b.workflow("conformance-wait-input",
                          {"agentId": RECORDER, "script": [_counter("read")]})
@@ -411,7 +367,7 @@ def check_tenant_scoped(host: SimHost) -> list[Finding]:
     if foreign.run_id is None or waiting.status != 201:
         return out
     waiting_id = str(waiting.json["runId"])
-    snap = b.client.request("GET", run_path(waiting_id), api_key=b.api_key)
+    snap = b.get_run(waiting_id)
     status = snap.json.get("status") if isinstance(snap.json, dict) else None
     out.append(check(req, status == "waiting-input",
                      f"tenant B's waiting run is not terminal ({status})"))
@@ -423,26 +379,29 @@ def check_tenant_scoped(host: SimHost) -> list[Finding]:
     out.append(judges.created(req, noop, "the caller's run that never invokes the agent"))
     if own_waiting.status != 201 or noop.status != 201:
         return out
+    mine, theirs = _tenant(own.run_id), _tenant(foreign.run_id)
     foreign_opaque = foreign.run_id.split("/", 1)[1]
-    cases = (("an unknown id", f"{TENANT_A}/{UNKNOWN_OPAQUE}"),
+    cases = (("an unknown id", f"{mine}/{UNKNOWN_OPAQUE}"),
+             ("tenant B's never-minted id", f"{theirs}/{UNKNOWN_OPAQUE}"),
              ("an id that does not decode", "not a run id"),
              ("tenant B's completed source", foreign.run_id),
              ("tenant B's non-terminal run", waiting_id),
              ("tenant B's opaque segment under the caller's tenant",
-              f"{TENANT_A}/{foreign_opaque}"),
+              f"{mine}/{foreign_opaque}"),
              ("the caller's non-terminal run", str(own_waiting.json["runId"])),
              ("the caller's run without the agent", str(noop.json["runId"])))
-    runs_before = len(host.core.runs)
+    runs_before = probe.inspector.run_count() if probe.inspector else None
     responses = []
     for label, value in cases:
         r = a.create(eval_body(REPLAY, {"record": value}))
         out += judges.refused(req, r, label)
         out.append(judges.no_echo(req, r, [value], label))
+        out.append(judges.nothing_minted(req, r, label))
         responses.append((label, r))
     out.append(judges.uniform(req, responses, exact=True))
-    out.append(check(req, len(host.core.runs) == runs_before,
-                     "no refusal minted a run" if len(host.core.runs) == runs_before
-                     else f"refusals minted {len(host.core.runs) - runs_before} run(s)"))
+    if probe.inspector is not None:
+        out.append(judges.nothing_minted(req, responses[-1][1], "the refusals", runs_before,
+                                         probe.inspector.run_count()))
     return out
 
 
@@ -451,119 +410,126 @@ CONTENT_DECISION = "content-marker-0252-decision"
 
 
 @_check
-def check_summary_content_free(host: SimHost) -> list[Finding]:
+def check_summary_content_free(probe: Probe) -> list[Finding]:
     """§D + RFC 0081: eval.* events and the summary carry no recorded or task content."""
     req = R_CONTENT_FREE
-    a, _ = _sessions(host)
+    a = probe.a
     script = [_call(VAULT, {"query": CONTENT_QUERY}), _counter("inc"), _counter("read"),
               {"decide": CONTENT_DECISION}]
     drift = [_call(VAULT, {"query": CONTENT_QUERY + "-drift"}), _counter("read"),
              {"decide": CONTENT_DECISION}]
-    suite = _suite("refsim.invariants.evals.content-free",
-                   {"served": script, "drifted": drift}, CONTENT_DECISION)
-    out = [check(req, _register(a, suite).status == 201, "the content suite was registered")]
-    source = _agent_run(a, script)
+    suite = probe.suite(_suite("refsim.invariants.evals.content-free",
+                               {"served": script, "drifted": drift}, CONTENT_DECISION))
+    out = [_registered(req, probe, "the content suite")]
+    source = a.agent_run(script)
     out += _controls(req, source, "the marked source run")
     if source.run_id is None:
         return out
-    # Read the held calls, not the wire: a content-free lane shows no outcome.
-    held = _held(host, source.run_id)
-    out.append(present_in(req, held, "vault:" + CONTENT_QUERY,
-                          "positive control: the source's recorded vault answer"))
-    replay = _eval(a, suite["suiteId"], {"served": source.run_id, "drifted": source.run_id})
+    # The held calls, where the inside shows them; else the wire of the recorder lane.
+    held: Any = probe.inspector.held_calls(source.run_id) if probe.inspector else \
+        source.events
+    out.append(judges.present_in(req, held, "vault:" + CONTENT_QUERY,
+                                 "positive control: the source's recorded vault answer"))
+    replay = a.eval(suite["suiteId"], {"served": source.run_id, "drifted": source.run_id})
     out += _controls(req, replay, "the replay")
     if replay.run_id is None:
         return out
     out += judges.miss_count(req, replay.events, replay.summary, "served", 0)
     out += judges.miss_count(req, replay.events, replay.summary, "drifted", 1)
-    fork = _fork(a, replay.run_id, "replay")
+    fork = a.forked(replay.run_id, "replay")
     out += _controls(req, fork, "a replay fork of the eval run")
     markers = ["vault:" + CONTENT_QUERY, CONTENT_QUERY, CONTENT_DECISION]
     for label, obs in (("the eval run", replay), ("its replay fork", fork)):
         out += judges.content_free(req, obs.summary, obs.events)
         eval_events = [e for e in obs.events if str(e.get("type", "")).startswith("eval.")]
-        out.append(no_content_in(req, [obs.summary, eval_events], markers,
-                                 f"{label}: summary and eval.* events"))
+        out.append(judges.no_content_in(req, [obs.summary, eval_events], markers,
+                                        f"{label}: summary and eval.* events"))
     return out
 
 
 @_check
-def check_fail_closed(host: SimHost) -> list[Finding]:
+def check_fail_closed(probe: Probe) -> list[Finding]:
     """§D + Security: a miss reaches no live tool, is counted, and fails the task."""
     req = R_FAIL_CLOSED
-    a, _ = _sessions(host)
-    before = _count(a)
-    source = _eval(a, SOURCE)
+    a = probe.a
+    before = probe.count(a)
+    source = a.eval(SOURCE)
     out = _controls(req, source, "the source run")
-    out.append(judges.counter_moved(req, before, _count(a), "the source run"))
+    out.append(judges.counter_moved(req, before, probe.count(a), "the source run"))
     if source.run_id is None:
         return out
-    changed = _suite("refsim.invariants.evals.fail-closed",
-                     {"record": [_counter("inc"), _counter("read"), _counter("inc"),
-                                 _call(VAULT, {"query": "never-recorded"}),
-                                 {"decide": "recorded"}]}, "recorded")
-    out.append(check(req, _register(a, changed).status == 201,
-                     "the changed-agent suite was registered"))
-    live, count = _gateway(host), _count(a)
-    drift = _eval(a, DRIFT, {"record": source.run_id})
-    out.append(judges.created(req, drift.created, "the drifted replay"))
+    changed = probe.suite(_suite("refsim.invariants.evals.fail-closed",
+                                 {"record": [_counter("inc"), _counter("read"), _counter("inc"),
+                                             _call(VAULT, {"query": "never-recorded"}),
+                                             {"decide": "recorded"}]}, "recorded"))
+    out.append(_registered(req, probe, "the changed-agent suite"))
+    watched = (COUNTER_KEY, DRIFT_KEY)
+    live, count, drift_count = _live(probe, watched), probe.count(a), probe.count(a, DRIFT_KEY)
+    drift = a.observe(a.create(eval_body(DRIFT, {"record": source.run_id})))
+    out.append(judges.created(req, drift.response, "the drifted replay"))
     out += judges.miss_count(req, drift.events, drift.summary, "record", 1)
     out += judges.passed_is(req, drift.events, drift.summary, "record", False)
-    out.append(judges.counter_unchanged(req, count, _count(a), "the drifted replay"))
-    out.append(judges.counter_unchanged(req, 0, _count(a, "recorded-fixtures-drift"),
-                                        "the drifted inc's own key"))
-    again = _eval(a, changed["suiteId"], {"record": source.run_id})
-    out.append(judges.created(req, again.created, "a changed agent that repeats a consumed call "
-                              "and calls a new tool"))
+    out.append(judges.counter_unchanged(req, count, probe.count(a), "the drifted replay"))
+    out.append(judges.counter_delta(req, drift_count, probe.count(a, DRIFT_KEY), 0,
+                                    "the drifted inc's own key"))
+    again = a.eval(changed["suiteId"], {"record": source.run_id})
+    out.append(judges.created(req, again.response, "a changed agent that repeats a consumed "
+                              "call and calls a new tool"))
     out += judges.miss_count(req, again.events, again.summary, "record", 2)
     out += judges.passed_is(req, again.events, again.summary, "record", False)
-    out.append(judges.counter_unchanged(req, count, _count(a), "the changed agent"))
-    out.append(unchanged(req, live, _gateway(host),
-                         "live tool state (counters, egress, live calls) across both replays"))
+    out.append(judges.counter_unchanged(req, count, probe.count(a), "the changed agent"))
+    out.append(judges.unchanged(req, live, _live(probe, watched),
+                                "live tool state (counters, egress, live calls) across both "
+                                "replays"))
     return out
 
 
 @_check
-def check_no_egress_credential(host: SimHost) -> list[Finding]:
+@_inside("derived entries and the egress log never leave the host: only the simulator's "
+         "inside shows that no credential entered a copy (the RFC calls it unwitnessable)")
+def check_no_egress_credential(probe: Probe) -> list[Finding]:
     """§D SR-1: the egress-injected credential never enters a derived entry or the wire."""
     req = R_NO_EGRESS
-    a, _ = _sessions(host)
-    secret = vault_credential(TENANT_A)
+    a, inspector = probe.a, probe.inspector
+    assert inspector is not None
     script = [_call(VAULT, {"query": "q"}), {"decide": "ok"}]
-    suite = _suite("refsim.invariants.evals.vault", {"vault": script}, "ok")
-    out = [check(req, _register(a, suite).status == 201, "the vault suite was registered")]
-    source = _agent_run(a, script)
+    suite = probe.suite(_suite("refsim.invariants.evals.vault", {"vault": script}, "ok"))
+    out = [_registered(req, probe, "the vault suite")]
+    source = a.agent_run(script)
     out += _controls(req, source, "the vault source run")
-    out.append(present_in(req, [attrs.asdict(r) for r in host.core.gateway.egress], secret,
-                          "positive control: the tenant's vault credential in the egress log"))
+    secrets = inspector.egress_secrets()
+    log = getattr(inspector, "egress_log", list)()
+    out.append(check(req, any(judges.present_in(req, log, s, "").ok for s in secrets),
+                     "positive control: a tenant's vault credential is in the egress log"))
     if source.run_id is None:
         return out
-    replay = _eval(a, suite["suiteId"], {"vault": source.run_id})
+    replay = a.eval(suite["suiteId"], {"vault": source.run_id})
     out += _controls(req, replay, "the vault replay")
     if replay.run_id is None:
         return out
     out += judges.miss_count(req, replay.events, replay.summary, "vault", 0)
-    replay_rid = _rid(replay.run_id)
-    mine = [[e.to_json() for e in entries]
-            for _, eval_run, _, entries in host.core.copies.all_entries() if eval_run == replay_rid]
+    mine = [entries for _, run, _, entries in inspector.copies() if run == replay.run_id]
     out.append(check(req, len(mine) == 1 and len(mine[0]) == 1,
                      f"the replay's derived copy holds one entry (copies: {len(mine)})"))
     if mine and mine[0]:
-        seen = [c["outcome"] for c in _held(host, source.run_id)]
+        seen = [c["outcome"] for c in inspector.held_calls(source.run_id)]
         got = mine[0][0].get("response")
         out.append(check(req, bool(seen) and canonical(got) == canonical(seen[0]),
                          "the derived entry carries the answer the agent saw",
                          {"entry": got, "agent saw": seen}))
-    out.append(judges.no_secret_in(req, mine, [secret], "the replay's derived entries"))
-    out.append(judges.no_secret_in(req, _entries(host), [secret], "every stored derived copy"))
-    wire = [obs.created.json for obs in (source, replay)] + \
+    out.append(judges.no_secret_in(req, mine, secrets, "the replay's derived entries"))
+    out.append(judges.no_secret_in(req, [e for *_, e in inspector.copies()], secrets,
+                                   "every stored derived copy"))
+    wire = [obs.response.json for obs in (source, replay)] + \
         [source.events, replay.events, replay.summary]
-    out.append(judges.no_secret_in(req, wire, [secret], "responses, events and the summary"))
+    out.append(judges.no_secret_in(req, wire, secrets, "responses, events and the summary"))
     return out
 
 
 @_check
-def check_no_reresolution(host: SimHost) -> list[Finding]:
+@_inside("v2 has no portable run deletion: only the simulator can take the source out of "
+         "the host and count how often it was resolved")
+def check_no_reresolution(probe: Probe) -> list[Finding]:
     """§E: forks of an eval run read the stored copy and never resolve the source again.
 
     Two witnesses: the host's resolution count (which only a SourcePolicy moves), and the
@@ -571,64 +537,61 @@ def check_no_reresolution(host: SimHost) -> list[Finding]:
     the recorded answers, which only the stored copy can give it.
     """
     req = R_NO_RERESOLVE
-    a, _ = _sessions(host)
-    source = _eval(a, SOURCE)
+    a, inspector = probe.a, probe.inspector
+    assert inspector is not None
+    source = a.eval(SOURCE)
     out = _controls(req, source, "the source run")
     if source.run_id is None:
         return out
-    rid = _rid(source.run_id)
-    assert rid is not None
-    replay = _eval(a, REPLAY, {"record": source.run_id})
+    replay = a.eval(REPLAY, {"record": source.run_id})
     out += _controls(req, replay, "the eval run")
-    resolved = host.core.resolutions.get(rid, 0)
+    resolved = inspector.resolutions(source.run_id)
     out.append(check(req, resolved >= 1, f"positive control: creating the eval run resolved "
                      f"the source ({resolved} time(s))"))
     if replay.run_id is None:
         return out
     # The source's events were read above, before it goes. Then take it out of the host
     # the way a host that deletes runs would (not the erase seam: that erases the copy).
-    out.append(check(req, rid in host.core.runs,
-                     "positive control: the host holds the source before it is deleted"))
-    host.core.runs.pop(rid, None)
-    out.append(check(req, rid not in host.core.runs, "the source was deleted from the host"))
-    count = _count(a)
+    out.append(check(req, inspector.delete_run(source.run_id),
+                     "the source was deleted from the host"))
+    count = probe.count(a)
     # Each must be created (201) and served from the copy: a fork that needs the source
     # is refused now, or misses.
     forks = [(f"a {mode} fork with the source deleted from the host",
-              _fork(a, replay.run_id, mode)) for mode in ("replay", "branch")]
+              a.forked(replay.run_id, mode)) for mode in ("replay", "branch")]
     branch = forks[1][1].run_id
     if branch is not None:
-        forks.append(("a branch of the branch", _fork(a, branch, "branch")))
+        forks.append(("a branch of the branch", a.forked(branch, "branch")))
     for label, fork in forks:
         out += _controls(req, fork, label)
         if judges.outcomes_on_wire(source.events, RECORDER):
             out += judges.outcomes_equal(req, source.events, fork.events, RECORDER)
         out += judges.miss_count(req, fork.events, fork.summary, "record", 0)
-        out.append(judges.no_reresolution(req, resolved, host.core.resolutions.get(rid, 0),
+        out.append(judges.no_reresolution(req, resolved, inspector.resolutions(source.run_id),
                                           label))
-    out.append(judges.counter_unchanged(req, count, _count(a), "the forks"))
-    out += _fork_after_erasure(host, a)
+    out.append(judges.counter_unchanged(req, count, probe.count(a), "the forks"))
+    out += _fork_after_erasure(probe)
     return out
 
 
-def _fork_after_erasure(host: SimHost, a: Session) -> list[Finding]:
+def _fork_after_erasure(probe: Probe) -> list[Finding]:
     """A fork attempted after its source was erased through the seam resolves nothing."""
     req = R_NO_RERESOLVE
-    source = _eval(a, SOURCE)
+    a, inspector = probe.a, probe.inspector
+    assert inspector is not None
+    source = a.eval(SOURCE)
     out = _controls(req, source, "the source to erase")
     if source.run_id is None:
         return out
-    rid = _rid(source.run_id)
-    assert rid is not None
-    replay = _eval(a, REPLAY, {"record": source.run_id})
-    out.append(judges.created(req, replay.created, "the eval run of the source to erase"))
+    replay = a.eval(REPLAY, {"record": source.run_id})
+    out.append(judges.created(req, replay.response, "the eval run of the source to erase"))
     if replay.run_id is None:
         return out
-    resolved = host.core.resolutions.get(rid, 0)
+    resolved = inspector.resolutions(source.run_id)
     erased = a.erase(source.run_id)
     out.append(check(req, erased.status == 200, f"the source was erased ({erased.status})"))
-    _fork(a, replay.run_id, "branch")
-    out.append(judges.no_reresolution(req, resolved, host.core.resolutions.get(rid, 0),
+    a.fork(replay.run_id, "branch")
+    out.append(judges.no_reresolution(req, resolved, inspector.resolutions(source.run_id),
                                       "a fork after the source was erased"))
     return out
 
@@ -638,40 +601,47 @@ KEEP_QUERY = "keep-marker-0252"
 
 
 @_check
-def check_copy_erased_with_source(host: SimHost) -> list[Finding]:
+@_inside("the copy store never shows on the wire: only the simulator's inside shows which "
+         "copies erasure reached (the wire side is eval-fixture-gone-copy-refused)")
+def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
     """Security: erasing a source erases every copy derived from it, and only those."""
     req = R_COPY_ERASED
-    a, _ = _sessions(host)
+    a, inspector = probe.a, probe.inspector
+    assert inspector is not None
     doomed = [_call(VAULT, {"query": ERASE_QUERY}), {"decide": "ok"}]
     kept = [_call(VAULT, {"query": KEEP_QUERY}), {"decide": "ok"}]
-    suite = _suite("refsim.invariants.evals.erasure", {"doomed": doomed, "kept": kept}, "ok")
-    out = [check(req, _register(a, suite).status == 201, "the erasure suite was registered")]
-    s1, s2 = _agent_run(a, doomed), _agent_run(a, kept)
+    suite = probe.suite(_suite("refsim.invariants.evals.erasure",
+                               {"doomed": doomed, "kept": kept}, "ok"))
+    out = [_registered(req, probe, "the erasure suite")]
+    s1, s2 = a.agent_run(doomed), a.agent_run(kept)
     out += _controls(req, s1, "the source to erase") + _controls(req, s2, "the source to keep")
     if s1.run_id is None or s2.run_id is None:
         return out
-    evals = [_eval(a, suite["suiteId"], {"doomed": s1.run_id}),
-             _eval(a, suite["suiteId"], {"doomed": s1.run_id}),
-             _eval(a, suite["suiteId"], {"kept": s2.run_id})]
+    evals = [a.eval(suite["suiteId"], {"doomed": s1.run_id}),
+             a.eval(suite["suiteId"], {"doomed": s1.run_id}),
+             a.eval(suite["suiteId"], {"kept": s2.run_id})]
     for index, obs in enumerate(evals):
-        out.append(judges.created(req, obs.created, f"eval run {index + 1}"))
-    rid1, rid2 = _rid(s1.run_id), _rid(s2.run_id)
-    assert rid1 is not None and rid2 is not None
-    out.append(check(req, host.core.copies.count_for(rid1) == 2,
-                     f"positive control: two copies stored under the source to erase "
-                     f"({host.core.copies.count_for(rid1)})"))
-    out.append(present_in(req, _entries(host), "vault:" + ERASE_QUERY,
-                          "positive control: the doomed source's content in the copy store"))
+        out.append(judges.created(req, obs.response, f"eval run {index + 1}"))
+
+    def under(source: str) -> int:
+        return sum(1 for s, *_ in inspector.copies() if s == source)
+
+    def entries() -> list[tuple[str, Any]]:
+        return [(s, e) for s, _, _, e in inspector.copies()]
+    out.append(check(req, under(s1.run_id) == 2, "positive control: two copies stored under "
+                     f"the source to erase ({under(s1.run_id)})"))
+    out.append(judges.present_in(req, entries(), "vault:" + ERASE_QUERY,
+                                 "positive control: the doomed source's content in the copy "
+                                 "store"))
     erased = a.erase(s1.run_id)
     out.append(check(req, erased.status == 200, f"the source was erased ({erased.status})"))
-    out += copies_gone(req, _entries(host), s1.run_id, ["vault:" + ERASE_QUERY])
-    held = host.core.runs[rid1].held_calls
+    out += judges.copies_gone(req, entries(), s1.run_id, ["vault:" + ERASE_QUERY])
+    held = inspector.held_calls(s1.run_id)
     out.append(check(req, not held, "the erased source holds no calls" if not held
                      else f"the erased source still holds {len(held)} call(s)"))
-    out.append(check(req, host.core.copies.count_for(rid2) == 1,
-                     "the other source's copy is untouched"
-                     if host.core.copies.count_for(rid2) == 1
-                     else "erasing one source reached another source's copy"))
+    out.append(check(req, under(s2.run_id) == 1, "the other source's copy is untouched"
+                     if under(s2.run_id) == 1 else "erasing one source reached another "
+                     "source's copy"))
     # The eval runs that were served the erased content hold it too (UQ 4 makes them
     # sources): erasure reaches them, so the content cannot be derived again through them.
     fed = evals[0].run_id
@@ -686,104 +656,86 @@ def check_copy_erased_with_source(host: SimHost) -> list[Finding]:
 
 
 @_check
-def check_gone_copy_refused(host: SimHost) -> list[Finding]:
+def check_gone_copy_refused(probe: Probe) -> list[Finding]:
     """Security: a fork whose copy is gone is refused, re-derives nothing, runs nothing live."""
     req = R_GONE_COPY
-    a, _ = _sessions(host)
-    source = _eval(a, SOURCE)
+    a = probe.a
+    source = a.eval(SOURCE)
     out = _controls(req, source, "the source run")
     if source.run_id is None:
         return out
-    replay = _eval(a, REPLAY, {"record": source.run_id})
+    replay = a.eval(REPLAY, {"record": source.run_id})
     out += _controls(req, replay, "the eval run")
     if replay.run_id is None:
         return out
-    branch = _fork(a, replay.run_id, "branch")
+    branch = a.forked(replay.run_id, "branch")
     out += _controls(req, branch, "positive control: a branch while the copy exists")
+    # Another source and its eval run, which the erasure must not reach.
+    other = a.eval(SOURCE)
+    kept = a.eval(REPLAY, {"record": other.run_id}) if other.run_id else None
     erased = a.erase(source.run_id)
     out.append(check(req, erased.status == 200, f"the source was erased ({erased.status})"))
-    runs, live, count = len(host.core.runs), _gateway(host), _count(a)
+    if kept is not None and kept.run_id is not None:
+        out.append(judges.created(req, a.fork(kept.run_id, "branch"),
+                                  "a fork of another source's eval run, after the erasure"))
+    else:
+        out.append(fail(req, "the second source's eval run was not created"))
+    runs = probe.inspector.run_count() if probe.inspector else None
+    live, count = _live(probe, (COUNTER_KEY,)), probe.count(a)
     targets = [("a replay fork of the eval run", replay.run_id, "replay"),
                ("a branch fork of the eval run", replay.run_id, "branch")]
     if branch.run_id is not None:
         targets.append(("a branch of the earlier branch", branch.run_id, "branch"))
     for label, run_id, mode in targets:
-        out += refused_registered(req, a.fork(run_id, mode), label)
-    unknown = a.create(eval_body(REPLAY, {"record": f"{TENANT_A}/{UNKNOWN_OPAQUE}"}))
+        r = a.fork(run_id, mode)
+        out += judges.refused_registered(req, r, label)
+        out.append(judges.nothing_minted(req, r, label))
+    unknown = a.create(eval_body(REPLAY, {"record": f"{_tenant(source.run_id)}/"
+                                          f"{UNKNOWN_OPAQUE}"}))
     again = a.create(eval_body(REPLAY, {"record": source.run_id}))
     out += judges.refused(req, again, "a new eval naming the erased source")
     out.append(judges.uniform(req, [("an unknown id", unknown),
                                     ("the erased source", again)], exact=True))
-    out.append(check(req, len(host.core.runs) == runs,
-                     "no refused fork minted a run" if len(host.core.runs) == runs
-                     else f"{len(host.core.runs) - runs} run(s) minted after the copy was gone"))
-    out.append(judges.counter_unchanged(req, count, _count(a), "the refused forks"))
-    out.append(unchanged(req, live, _gateway(host), "live tool state across the refused forks"))
+    if probe.inspector is not None:
+        out.append(judges.nothing_minted(req, again, "the refused forks", runs,
+                                         probe.inspector.run_count()))
+    out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
+    out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
+                                "live tool state across the refused forks"))
     return out
 
 
 @_check
-def check_runs_echoed(host: SimHost) -> list[Finding]:
-    """§E: eval.started carries the accepted fixtureRuns verbatim, and forks keep it."""
-    req = R_ECHO
-    a, _ = _sessions(host)
-    source = _eval(a, SOURCE)
-    out = _controls(req, source, "the source run")
-    scripts = {"alpha": [_counter("inc", "alpha"), _counter("read", "alpha")],
-               "beta": [_counter("read", "beta")]}
-    suite = _suite("refsim.invariants.evals.two-tasks", scripts, "done")
-    out.append(check(req, _register(a, suite).status == 201, "the two-task suite was registered"))
-    alpha, beta = _agent_run(a, scripts["alpha"]), _agent_run(a, scripts["beta"])
-    out += _controls(req, alpha, "the alpha source") + _controls(req, beta, "the beta source")
-    if source.run_id is None or alpha.run_id is None or beta.run_id is None:
-        return out
-    one = {"record": source.run_id}
-    two = {"alpha": alpha.run_id, "beta": beta.run_id}
-    single = _eval(a, REPLAY, one)
-    double = _eval(a, suite["suiteId"], two)
-    for label, obs, mapping in (("a one-task map", single, one), ("a two-task map", double, two)):
-        out.append(judges.created(req, obs.created, label))
-        out.append(judges.echo(req, obs.events, mapping))
-    if single.run_id is not None:
-        for mode in ("replay", "branch"):
-            fork = _fork(a, single.run_id, mode)
-            out.append(judges.created(req, fork.created, f"a {mode} fork of the eval run"))
-            out.append(judges.echo(req, fork.events, one))
-    return out
-
-
-@_check
-def check_facet_implies_matching(host: SimHost) -> list[Finding]:
+def check_facet_implies_matching(probe: Probe) -> list[Finding]:
     """§A: recordedFixtures comes with fixtureMatching, and both claims hold in behaviour."""
     req = R_FACET
-    a, _ = _sessions(host)
+    a = probe.a
     discovery = a.discovery()
     out = [check(req, discovery.status == 200, f"discovery answered {discovery.status}")]
     out.append(judges.facet_implies_matching(req, discovery.json))
     facet = judges.eval_suite_facet(discovery.json)
     if facet.get("recordedFixtures") is True:
-        source = _eval(a, SOURCE)
+        source = a.eval(SOURCE)
         out += _controls(req, source, "the source run")
         if source.run_id is not None:
-            replay = _eval(a, REPLAY, {"record": source.run_id})
-            out.append(judges.created(req, replay.created,
+            replay = a.eval(REPLAY, {"record": source.run_id})
+            out.append(judges.created(req, replay.response,
                                       "recordedFixtures backed: a named source is accepted"))
     if facet.get("fixtureMatching") is True:
-        key = "facet-matching"
+        key = f"facet-matching-{probe.tag}"
         other = key + "-other"
         # The unmatched call is an inc: had it reached the live tool, the counter moves.
-        suite = _suite("refsim.invariants.evals.matching",
-                       {"match": [_counter("read", key), _counter("inc", other),
-                                  {"decide": "matched"}]}, "matched")
-        task = suite["tasks"][0]
-        task["fixtures"] = {"toolResponses": [
-            {"tool": "conformance.eval:counter", "args": {"op": "read", "key": key},
+        doc = _suite("refsim.invariants.evals.matching",
+                     {"match": [_counter("read", key), _counter("inc", other),
+                                {"decide": "matched"}]}, "matched")
+        doc["tasks"][0]["fixtures"] = {"toolResponses": [
+            {"tool": COUNTER_TOOL, "args": {"op": "read", "key": key},
              "argsMatch": "exact", "response": {"key": key, "count": 41}}], "onMiss": "fail"}
-        out.append(check(req, _register(a, suite).status == 201,
-                         "the matching suite was registered"))
-        before = _count(a, other)
-        run = _eval(a, suite["suiteId"])
-        out.append(judges.created(req, run.created, "fixtureMatching backed: an args fixture"))
+        suite = probe.suite(doc)
+        out.append(_registered(req, probe, "the matching suite"))
+        before = probe.count(a, other)
+        run = a.eval(suite["suiteId"])
+        out.append(judges.created(req, run.response, "fixtureMatching backed: an args fixture"))
         # One miss, not two: the call whose args match was served. A lane that shows
         # outcomes also shows which answer it got.
         out += judges.miss_count(req, run.events, run.summary, "match", 1)
@@ -793,52 +745,65 @@ def check_facet_implies_matching(host: SimHost) -> list[Finding]:
                              "the call whose args match is served the fixture", served))
         out.append(check(req, before >= 0, "positive control: the live counter of the "
                          f"unmatched call's key is observable ({before})"))
-        out.append(judges.counter_unchanged(req, before, _count(a, other),
+        out.append(judges.counter_unchanged(req, before, probe.count(a, other),
                                             "the call whose args match nothing"))
     return out
 
 
 @_check
-def check_derived_never_on_wire(host: SimHost) -> list[Finding]:
-    """§D: no response or event carries derived entries, and no export operation exists."""
+def check_derived_never_on_wire(probe: Probe) -> list[Finding]:
+    """§D: no response or event carries derived entries, by key or by content, and no export
+    operation exists."""
     req = R_NEVER_ON_WIRE
-    a, _ = _sessions(host)
+    a = probe.a
     script = [_call(VAULT, {"query": "wire"}), _counter("read"), {"decide": "ok"}]
-    suite = _suite("refsim.invariants.evals.wire", {"wire": script}, "ok")
-    responses: list[tuple[str, Response]] = [("suite registration", _register(a, suite))]
-    source = _eval(a, SOURCE)
-    vault = _agent_run(a, script)
-    out = _controls(req, source, "the source run") + _controls(req, vault, "the vault source")
+    suite = probe.suite(_suite("refsim.invariants.evals.wire", {"wire": script}, "ok"))
+    responses: list[tuple[str, Response]] = []
+    out = [_registered(req, probe, "the vault suite")]
+    source = a.eval(SOURCE)
+    vault = a.agent_run(script)
+    out += _controls(req, source, "the source run") + _controls(req, vault, "the vault source")
     if source.run_id is None or vault.run_id is None:
         return out
-    made = [("the replay", _eval(a, REPLAY, {"record": source.run_id})),
-            ("the drift", _eval(a, DRIFT, {"record": source.run_id})),
-            ("the vault replay", _eval(a, suite["suiteId"], {"wire": vault.run_id}))]
+    made = [("the replay", a.eval(REPLAY, {"record": source.run_id})),
+            ("the drift", a.eval(DRIFT, {"record": source.run_id})),
+            ("the vault replay", a.eval(suite["suiteId"], {"wire": vault.run_id}))]
     replay_id = made[0][1].run_id
     if replay_id is not None:
-        made += [("a replay fork", _fork(a, replay_id, "replay")),
-                 ("a branch fork", _fork(a, replay_id, "branch"))]
+        made += [("a replay fork", a.forked(replay_id, "replay")),
+                 ("a branch fork", a.forked(replay_id, "branch"))]
     for label, obs in made:
-        out.append(judges.created(req, obs.created, label))
-    for label, obs in [("the source", source), ("the vault source", vault), *made]:
-        responses.append((f"{label}: create", obs.created))
-    stored = _entries(host)
-    out.append(check(req, sum(len(e) for _, e in stored) >= 3,
-                     f"positive control: the host holds derived entries "
-                     f"({sum(len(e) for _, e in stored)})"))
-    keys = {t.name: k for k, t in host.core.tenants.items()}
-    for rid, run in list(host.core.runs.items()):
+        out.append(judges.created(req, obs.response, label))
+    if probe.inspector is not None:
+        stored = sum(len(e) for *_, e in probe.inspector.copies())
+        out.append(check(req, stored >= 3, f"positive control: (white box) the host holds "
+                         f"derived entries ({stored})"))
+    runs = [("the source", source), ("the vault source", vault), *made]
+    for label, obs in runs:
+        responses.append((f"{label}: create", obs.response))
+        if obs.run_id is None:
+            continue
         for suffix in ("", "/events/poll?afterSequence=-1", "/events", "/eval-summary"):
-            r = host.request("GET", run_path(rid.bound, suffix), api_key=keys[run.owner.tenant])
-            responses.append((f"run {rid.bound} GET {suffix or '/'}", r))
+            responses.append((f"{label}: GET {suffix or '/'}",
+                              a.request("GET", run_path(obs.run_id, suffix))))
     for label, r in responses:
-        out.append(no_derived_entries(req, r.body.decode("utf-8", "replace"), label))
+        out.append(judges.no_derived_entries(req, r.body.decode("utf-8", "replace"), label))
+    # By content: a drift run's answers must not carry the source's recorded calls it never
+    # made, under any member name.
+    source_content = judges.recorded_content(source.events, RECORDER)
+    for label, obs in made[1:2]:
+        if obs.run_id is None:
+            continue
+        documents = [(f"{label}: {what}", r) for what, r in responses
+                     if what.startswith(label + ":")]
+        out += judges.no_recorded_content(req, documents, source_content,
+                                          judges.recorded_content(obs.events, RECORDER))
     for label, run_id in (("the source", source.run_id), ("the vault source", vault.run_id),
                           ("the replay", replay_id)):
         if run_id is None:
             continue
-        r = host.request("GET", run_path(run_id, "/tool-fixtures"), api_key=KEY_A)
-        out.append(absent(req, r, f"GET /runs/{{{label}}}/tool-fixtures"))
-        out.append(no_derived_entries(req, r.body.decode("utf-8", "replace"),
-                                      f"GET /runs/{{{label}}}/tool-fixtures"))
+        r = a.request("GET", run_path(run_id, "/tool-fixtures"))
+        out.append(judges.absent(req, r, f"GET /runs/{{{label}}}/tool-fixtures"))
+        out.append(judges.no_derived_entries(req, r.body.decode("utf-8", "replace"),
+                                             f"GET /runs/{{{label}}}/tool-fixtures"))
     return out

@@ -6,13 +6,16 @@ Each judge exists for one defect, and tests/test_judges.py shows it failing on i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote, unquote
 
 from refsim import schemas
 from refsim.check.findings import Finding, check, fail, ok
 from refsim.domain.canonical import canonical
-from refsim.domain.ids import parse_bound, project
+from refsim.check.observe import eval_suite_facet
+from refsim.domain.ids import ProjectionError, parse_bound, project, unproject
 from refsim.wire.errors import is_registered
 from refsim.wire.response import Response
 
@@ -22,19 +25,61 @@ CONTENT_FORBIDDEN = frozenset({"taskOutput", "output", "rubric", "completion", "
                                "response", "args", "inputs", "outcome"})
 
 
+ECHO_WINDOW = 8  # an echo is any run of this many characters of the supplied id
+
+
 def id_forms(value: str) -> set[str]:
-    """Every form in which a supplied id could leak back: bound, projected, %2F, segment."""
+    """Every encoding in which a supplied id could come back: bound, `~2F`-projected,
+    percent-encoded (either case, or every byte), JSON-escaped, and its opaque segment."""
     forms = {value, project(value), value.replace("/", "%2F"), value.replace("/", "%2f"),
-             value.replace("/", "\\/")}
+             value.replace("/", "\\/"), quote(value, safe=""), quote(value, safe="").lower(),
+             json.dumps(value, ensure_ascii=True)[1:-1]}
     parsed = parse_bound(value)
     if parsed is not None:
         forms.add(parsed.opaque)
     return {f for f in forms if len(f) >= 4}
 
 
+def _windows(value: str, size: int = ECHO_WINDOW) -> set[str]:
+    if len(value) <= size:
+        return {value} if len(value) >= 4 else set()
+    return {value[i:i + size] for i in range(len(value) - size + 1)}
+
+
+def _decodings(text: str) -> list[str]:
+    """The text as sent, and as a reader would decode it: %XX, ~XX and JSON escapes undone."""
+    out = [text, unquote(text)]
+    try:
+        out.append(unproject(text))
+    except (ProjectionError, UnicodeError):
+        out.append(re.sub(r"~([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text))
+    out.append(re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+               .replace("\\/", "/"))
+    return out
+
+
+def echoed(text: str, supplied: str) -> list[str]:
+    """The runs of ECHO_WINDOW or more characters of `supplied` that `text` carries, in any
+    of the encodings `id_forms` names (so a partial echo, less a few characters, counts)."""
+    found: set[str] = set()
+    texts = _decodings(text)
+    for form in id_forms(supplied):
+        for window in _windows(form):
+            if any(window in t for t in texts):
+                found.add(window)
+    return sorted(found)
+
+
 def _text(response: Response) -> str:
     head = "\n".join(f"{k}: {v}" for k, v in response.headers.items())
     return head + "\n" + response.body.decode("utf-8", "replace")
+
+
+def whole(response: Response) -> tuple[int, tuple[tuple[str, str], ...], bytes]:
+    """A response as a client sees all of it: status, every header but Date, the body bytes."""
+    headers = tuple(sorted((k.lower(), v) for k, v in response.headers.items()
+                           if k.lower() != "date"))
+    return response.status, headers, response.body
 
 
 def created(req: str, response: Response, what: str) -> Finding:
@@ -65,29 +110,62 @@ def envelope(req: str, response: Response, what: str) -> Finding:
 
 
 def no_echo(req: str, response: Response, supplied: Iterable[str], what: str) -> Finding:
+    """§C: the refusal carries no run of 8 or more characters of the supplied id, in any
+    encoding, in its headers or its body."""
     text = _text(response)
-    leaked = sorted(f for value in supplied for f in id_forms(value) if f in text)
+    leaked = sorted({w for value in supplied for w in echoed(text, value)})
     return check(req, not leaked,
-                 f"{what}: the response echoes the supplied id ({', '.join(leaked)})" if leaked
-                 else f"{what}: the supplied id appears in no form", _obs(response))
+                 f"{what}: the response echoes the supplied id ({', '.join(leaked[:3])})"
+                 if leaked else f"{what}: the supplied id appears in no form", _obs(response))
 
 
 def uniform(req: str, responses: Sequence[tuple[str, Response]], *, exact: bool) -> Finding:
-    """Refusals alike: the same status and code, or (exact) the same bytes."""
+    """Refusals alike: the same status and code, or (exact) the same whole response: status,
+    every header except Date, and the body bytes."""
     def key(r: Response) -> Any:
         if exact:
-            return (r.status, r.body)
+            return whole(r)
         body = r.json if isinstance(r.json, dict) else {}
         return (r.status, body.get("error"))
     distinct = {key(r) for _, r in responses}
     labels = ", ".join(label for label, _ in responses)
     if len(responses) < 2:
         return fail(req, f"uniformity needs at least two refusals to compare, had {labels}")
-    how = "byte-identical" if exact else "the same status and code"
+    how = "identical (status, headers but Date, body bytes)" if exact else \
+        "the same status and code"
+    detail = "" if len(distinct) == 1 else ": " + _difference([r for _, r in responses], exact)
     return check(req, len(distinct) == 1,
                  f"refusals for {labels} are {how}" if len(distinct) == 1 else
-                 f"refusals for {labels} differ: they are not {how}",
+                 f"refusals for {labels} differ: they are not {how}{detail}",
                  {label: _obs(r) for label, r in responses})
+
+
+def differs(req: str, response: Response, others: Sequence[tuple[str, Response]],
+            what: str) -> Finding:
+    """A §B refusal is its own answer: it is not the body an unusable source gets, which
+    would say the host looked the source up before it checked the request."""
+    same = [label for label, r in others if r.body == response.body]
+    return check(req, not same, f"{what}: refused with its own body, not the one "
+                 f"{', '.join(label for label, _ in others)} got" if not same else
+                 f"{what}: the body {', '.join(same)} got, so the source was looked up first",
+                 _obs(response))
+
+
+def _difference(responses: Sequence[Response], exact: bool) -> str:
+    first = responses[0]
+    for other in responses[1:]:
+        if other.status != first.status:
+            return f"status {first.status} vs {other.status}"
+        if exact:
+            a, b = dict(whole(first)[1]), dict(whole(other)[1])
+            if a != b:
+                names = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+                return "header(s) " + ", ".join(names)
+            if first.body != other.body:
+                return "body bytes"
+        elif first.json != other.json:
+            return "code"
+    return "?"
 
 
 def of_type(events: Sequence[Mapping[str, Any]], type_: str) -> list[Mapping[str, Any]]:
@@ -110,8 +188,11 @@ def echo(req: str, events: Sequence[Mapping[str, Any]], expected: Mapping[str, A
         return fail(req, "eval.started carries no fixtureRuns although the request did"
                     + ("" if isinstance(started[0].get("payload"), dict)
                        else " (its payload is not an object)"), {"expected": want, "got": got})
-    same = canonical(got) == canonical(want)
-    return check(req, same, "eval.started.fixtureRuns echoes the accepted map verbatim" if same
+    same = isinstance(got, dict) and list(got.items()) == list(want.items())
+    reordered = not same and isinstance(got, dict) and canonical(got) == canonical(want)
+    return check(req, same, "eval.started.fixtureRuns echoes the accepted map verbatim, in "
+                 "request order" if same else "eval.started.fixtureRuns has the accepted "
+                 "entries in another order (verbatim means request order)" if reordered
                  else "eval.started.fixtureRuns differs from the accepted map",
                  {"expected": want, "got": got})
 
@@ -290,14 +371,6 @@ def facet_implies_matching(req: str, discovery: Any) -> Finding:
                  "recordedFixtures is advertised without fixtureMatching", facet)
 
 
-def eval_suite_facet(discovery: Any) -> dict[str, Any]:
-    if not isinstance(discovery, dict):
-        return {}
-    agents = discovery.get("agents")
-    facet = agents.get("evalSuite") if isinstance(agents, dict) else None
-    return facet if isinstance(facet, dict) else {}
-
-
 def no_secret_in(req: str, entries: Any, secrets: Iterable[str], what: str) -> Finding:
     """SR-1: no credential resolved at egress appears in (derived) content."""
     text = json.dumps(entries, sort_keys=True, default=str, ensure_ascii=False)
@@ -326,3 +399,159 @@ def schema_vector(req: str, vector: Mapping[str, Any]) -> Finding:
 def _obs(response: Response) -> dict[str, Any]:
     return {"status": response.status, "body": response.json if response.json is not None
             else response.text}
+
+
+# ----------------------------------------------------------------------------- content
+
+
+_DERIVED_KEY_RE = re.compile(r'"(toolResponses|argsMatch|tool)"\s*:')
+
+
+def no_derived_entries(req: str, text: str, what: str) -> Finding:
+    """§D: wire text carries no derived entry list and no derived entry (by key name)."""
+    found = sorted(set(_DERIVED_KEY_RE.findall(text)))
+    return check(req, not found, f"{what}: no derived entry or entry list" if not found
+                 else f"{what}: carries derived-entry keys {found}", {"keys": found})
+
+
+def recorded_content(events: Sequence[Mapping[str, Any]], agent_id: str) -> list[Any]:
+    """The source's recorded tool content as the wire showed it: every structured input and
+    outcome (or error) of the agent's calls. Scalars are left out: alone they say nothing."""
+    out: list[Any] = []
+    for e in events:
+        p = _payload(e)
+        if p.get("agentId") != agent_id:
+            continue
+        for key in ("inputs", "outcome", "error"):
+            if key in p and isinstance(p[key], dict | list) and p[key]:
+                out.append(p[key])
+    return out
+
+
+def _sub_values(value: Any) -> Iterable[Any]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        yield item
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _parsed(doc: Any) -> Any:
+    if isinstance(doc, Response):
+        if doc.json is not None:
+            return doc.json
+        text = doc.body.decode("utf-8", "replace")
+        values = []
+        for line in text.splitlines():  # an event stream: each data line is JSON
+            if line.startswith("data:"):
+                try:
+                    values.append(json.loads(line[5:]))
+                except ValueError:
+                    continue
+        return values
+    return doc
+
+
+def no_recorded_content(req: str, documents: Sequence[tuple[str, Any]],
+                        source_content: Sequence[Any], made: Sequence[Any]) -> list[Finding]:
+    """§D: no recorded args or answers of a source appear anywhere in a response about the
+    eval run, under any member name, except as the content of the calls that run made.
+
+    Judged by content, not by key: every value at any depth of each document is compared
+    (canonical JSON) with each recorded input and outcome the source's wire showed.
+    """
+    allowed = {canonical(v) for v in made}
+    wanted = {canonical(v): v for v in source_content if canonical(v) not in allowed}
+    if not wanted:
+        return [fail(req, "no recorded content of the source is left to look for (the lane "
+                     "is content-free on the wire, or the run made every recorded call), so "
+                     "a leak cannot be judged")]
+    out = []
+    for what, doc in documents:
+        found = sorted({canonical(v) for v in _sub_values(_parsed(doc))
+                        if isinstance(v, dict | list) and canonical(v) in wanted})
+        out.append(check(req, not found, f"{what}: carries no recorded call the run did not "
+                         "make" if not found else f"{what}: carries recorded content the run "
+                         f"never made: {', '.join(found[:2])}", {"found": found}))
+    return out
+
+
+def absent(req: str, response: Response, what: str) -> Finding:
+    """A route that must not exist answers 404 or 405, never content."""
+    return check(req, response.status in (404, 405),
+                 f"{what}: does not exist ({response.status})" if response.status in (404, 405)
+                 else f"{what}: answered {response.status}; the operation exists",
+                 {"status": response.status})
+
+
+def no_content_in(req: str, documents: Any, markers: Iterable[str], what: str) -> Finding:
+    """No recorded content (tool answers, decisions) appears in what must stay content-free."""
+    text = json.dumps(documents, sort_keys=True, default=str, ensure_ascii=False)
+    found = sorted(m for m in markers if m and m in text)
+    return check(req, not found, f"{what}: no recorded content" if not found
+                 else f"{what}: carries recorded content {found}", {"found": found})
+
+
+def present_in(req: str, documents: Any, needle: str, what: str) -> Finding:
+    """A positive control: the material a check hunts for really exists where it should."""
+    text = json.dumps(documents, sort_keys=True, default=str, ensure_ascii=False)
+    return check(req, needle in text, f"{what}: present, as expected" if needle in text
+                 else f"{what}: absent, so the check cannot witness anything")
+
+
+def unchanged(req: str, before: Any, after: Any, what: str) -> Finding:
+    same = canonical(before) == canonical(after)
+    return check(req, same, f"{what}: unchanged" if same else f"{what}: changed",
+                 {"before": before, "after": after})
+
+
+def refused_registered(req: str, response: Response, what: str) -> list[Finding]:
+    """Refused (4xx) with a registered code in a well-formed envelope."""
+    return [check(req, 400 <= response.status < 500,
+                  f"{what}: refused with {response.status}" if 400 <= response.status < 500
+                  else f"{what}: answered {response.status}, not a refusal",
+                  {"status": response.status, "body": response.json}),
+            envelope(req, response, what)]
+
+
+def copies_gone(req: str, remaining: Sequence[tuple[str, Any]], source: str,
+                markers: Iterable[str]) -> list[Finding]:
+    """Security: after erasure no stored copy is keyed under the source or holds its content."""
+    keyed = [s for s, _ in remaining if s == source]
+    text = json.dumps([e for _, e in remaining], sort_keys=True, default=str)
+    held = sorted(m for m in markers if m in text)
+    return [check(req, not keyed, "no derived copy is stored under the erased source" if not keyed
+                  else f"{len(keyed)} derived copy(ies) still stored under the erased source"),
+            check(req, not held, "no stored copy holds the erased source's content" if not held
+                  else f"stored copies still hold the erased source's content {held}")]
+
+
+def nothing_minted(req: str, response: Response, what: str,
+                   before: int | None = None, after: int | None = None) -> Finding:
+    """Refused before the run starts: the answer names no run (no runId, Location or
+    eventsUrl), and, where the inside is visible, the host holds no more runs than before."""
+    body = response.json if isinstance(response.json, dict) else {}
+    named = [k for k in ("runId", "eventsUrl", "statusUrl") if k in body]
+    if response.header("Location") is not None:
+        named.append("Location")
+    if before is not None and after is not None and after != before:
+        return fail(req, f"{what}: (white box) the host holds {after} runs, {before} before")
+    return check(req, not named, f"{what}: nothing was minted (no run named in the answer"
+                 + (f"; {after} runs held, as before" if after is not None else "") + ")"
+                 if not named else f"{what}: the refusal names a run ({', '.join(named)})",
+                 _obs(response))
+
+
+def counter_delta(req: str, before: int | None, after: int | None, expected: int,
+                  what: str) -> Finding:
+    """An effect judged as a change across the step that should cause it, never as an
+    absolute value: a host that has served other traffic before still passes."""
+    if before is None or after is None:
+        return fail(req, f"{what}: the live counter cannot be observed")
+    return check(req, after - before == expected,
+                 f"{what}: the live counter moved by {after - before}"
+                 + ("" if after - before == expected else f", expected {expected}"),
+                 {"before": before, "after": after})

@@ -1,39 +1,78 @@
-"""The kill matrix: every faulty host of the zoo against the checker and the machine.
+"""The kill matrix: every faulty host of the zoo against the checker (in process, and over
+HTTP through a served copy of it and `check --base-url`) and against the machine.
 
-A mutant survives when no check fails on it; `refsim mutants` exits 1 if any does.
+A mutant survives when nothing kills it; `refsim mutants` exits 1 if any does. Hosts are
+spread over processes; the machine stops at its first counterexample and does not shrink
+unless asked (only "is it killed" matters here).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
 
-from refsim.check.findings import Disposition
+from refsim.check.findings import Disposition, Row
 from refsim.check.runner import PARTS, Target, run_parts
-from refsim.check.zoo import ZOO, Mutant
-from refsim.host import SimHost
+from refsim.check.zoo import ZOO, Mutant, mutant
 from refsim.testing.fuzz import FuzzResult, run_machine
 
 MACHINE_SEEDS = (0, 1, 2)
 
 
 @attrs.frozen
-class Kill:
-    mutant: Mutant
-    checker: tuple[str, ...]  # requirement ids of the checker rows that failed
-    machine: FuzzResult | None
+class Side:
+    """What one way of judging a faulty host found: the failed requirement ids, each with
+    its first failing finding; or why it was not tried."""
+
+    failed: tuple[str, ...] = ()
+    findings: dict[str, str] = attrs.Factory(dict)
+    skipped: str | None = None
 
     @property
     def killed(self) -> bool:
-        return bool(self.checker) or (self.machine is not None and not self.machine.passed)
+        return bool(self.failed)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.skipped is not None:
+            return {"skipped": self.skipped}
+        return {"killed": self.killed, "checker": list(self.failed),
+                "findings": dict(self.findings)}
+
+    @staticmethod
+    def of(rows: Sequence[Row]) -> Side:
+        failed = [r for r in rows if r.disposition is Disposition.EXECUTED_FAIL]
+        findings: dict[str, str] = {}
+        for row in failed:
+            first = next((f.message for f in row.findings if not f.ok), row.detail)
+            findings.setdefault(row.requirement_id, f"{row.check_id}: {first}"[:400])
+        return Side(tuple(sorted({r.requirement_id for r in failed})), findings)
+
+
+@attrs.frozen
+class Kill:
+    mutant: Mutant
+    checker: tuple[str, ...]  # requirement ids of the in-process checker rows that failed
+    machine: FuzzResult | None
+    findings: dict[str, str] = attrs.Factory(dict)
+    http: Side | None = None
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.checker) or (self.machine is not None and not self.machine.passed) \
+            or (self.http is not None and self.http.killed)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mutant": self.mutant.name, "breaks": self.mutant.breaks,
-                               "killed": self.killed, "checker": list(self.checker)}
+                               "killed": self.killed, "checker": list(self.checker),
+                               "findings": dict(self.findings)}
+        if self.http is not None:
+            out["http"] = self.http.to_json()
         if self.machine is not None:
             out["machine"] = None if self.machine.passed else {
                 "requirementId": self.machine.requirement_id, "steps": self.machine.steps,
@@ -41,27 +80,65 @@ class Kill:
         return out
 
 
-def judge_mutant(mutant: Mutant, *, machine_examples: int, machine_steps: int) -> Kill:
-    target = Target(base_components=mutant.components())
-    rows = run_parts(target, PARTS)
-    failed = sorted({r.requirement_id for r in rows
-                     if r.disposition is Disposition.EXECUTED_FAIL})
+def over_http(faulty: Mutant) -> Side:
+    """Serve the faulty host (as `refsim serve --mutant` does) and run `check --base-url`."""
+    if faulty.inside_only is not None:
+        return Side(skipped=faulty.inside_only)
+    from refsim.check.observe import KEY_A, KEY_B
+    from refsim.wire.http import HttpClient, background
+    with background(faulty.host()) as server:
+        rows = run_parts(Target(), PARTS, client=HttpClient(server.url), api_key=KEY_A,
+                         tenant_b_key=KEY_B)
+    return Side.of(rows)
+
+
+def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
+                 http: bool = False) -> Kill:
+    side = Side.of(run_parts(Target(mutant=faulty), PARTS))
     result = None
     # A few seeds, not one: the same seed explores differently from one process to the
-    # next (see the closing note of issue 4), and a kill should not hang on one path.
+    # next, and a kill should not hang on one path.
     for seed_value in MACHINE_SEEDS if machine_examples > 0 else ():
-        result = run_machine(lambda: SimHost(seed=0, components=mutant.components()),
-                             max_examples=machine_examples, steps=machine_steps,
-                             seed_value=seed_value)
+        result = run_machine(lambda: faulty.host(), max_examples=machine_examples,
+                             steps=machine_steps, seed_value=seed_value)
         if not result.passed:
             break
-    return Kill(mutant, tuple(failed), result)
+    return Kill(faulty, side.failed, result, side.findings, over_http(faulty) if http else None)
+
+
+def _judge_json(name: str, machine_examples: int, machine_steps: int, http: bool
+                ) -> dict[str, Any]:
+    return judge_mutant(mutant(name), machine_examples=machine_examples,
+                        machine_steps=machine_steps, http=http).to_json()
 
 
 def kill_matrix(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 100,
-                machine_steps: int = 30) -> list[Kill]:
-    return [judge_mutant(m, machine_examples=machine_examples, machine_steps=machine_steps)
-            for m in mutants]
+                machine_steps: int = 30, http: bool = False) -> list[Kill]:
+    return [judge_mutant(m, machine_examples=machine_examples, machine_steps=machine_steps,
+                         http=http) for m in mutants]
+
+
+def kill_matrix_json(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 30,
+                     machine_steps: int = 30, http: bool = True, jobs: int | None = None
+                     ) -> dict[str, Any]:
+    """The matrix as its JSON document, with the hosts spread over `jobs` processes."""
+    jobs = jobs or min(len(mutants), os.cpu_count() or 1)
+    names = [m.name for m in mutants]
+    args = [(n, machine_examples, machine_steps, http) for n in names]
+    if jobs <= 1:
+        docs = [_judge_json(*a) for a in args]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            docs = list(pool.map(_judge_json, *zip(*args, strict=True)))
+    return to_document(docs)
+
+
+def to_document(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    columns = sorted({r for d in docs for r in [*d["checker"],
+                                               *((d.get("http") or {}).get("checker", []))]}
+                     | {d["machine"]["requirementId"] for d in docs
+                        if d.get("machine") and d["machine"].get("requirementId")})
+    return {"mutants": list(docs), "requirements": columns}
 
 
 def _short(requirement_id: str) -> str:
@@ -69,25 +146,47 @@ def _short(requirement_id: str) -> str:
         "refsim.requirement.").removeprefix("openwop.scenario.")
 
 
-def print_matrix(kills: Sequence[Kill], out: TextIO) -> int:
-    for kill in kills:
-        verdict = "killed " if kill.killed else "SURVIVED"
-        print(f"{verdict} {kill.mutant.name}  ({kill.mutant.breaks})", file=out)
-        if kill.checker:
-            print("    checker: " + ", ".join(_short(r) for r in kill.checker), file=out)
-        if kill.machine is not None:
-            if kill.machine.passed:
-                print("    machine: no counterexample", file=out)
-            else:
-                print(f"    machine: {_short(kill.machine.requirement_id or '?')} in "
-                      f"{kill.machine.steps} step(s)", file=out)
-    survivors = [k.mutant.name for k in kills if not k.killed]
-    print(f"\n{len(kills) - len(survivors)}/{len(kills)} faulty hosts killed", file=out)
+def print_matrix(kills: Sequence[Kill] | dict[str, Any], out: TextIO) -> int:
+    docs = kills["mutants"] if isinstance(kills, dict) else [k.to_json() for k in kills]
+    width = max((len(d["mutant"]) for d in docs), default=10)
+    print(f"{'faulty host':<{width}}  {'in process':<10}  {'over HTTP':<10}  machine", file=out)
+    for d in docs:
+        http = d.get("http")
+        over = "-" if http is None else ("n/a" if "skipped" in http else
+                                         "killed" if http.get("killed") else "NOT")
+        machine = d.get("machine", "absent")
+        seen = "-" if machine == "absent" else ("nothing" if machine is None else
+                                                f"{machine['steps']} step(s)")
+        inproc = "killed" if d["checker"] else "NOT"
+        verdict = "" if d["killed"] else "   SURVIVED"
+        print(f"{d['mutant']:<{width}}  {inproc:<10}  {over:<10}  {seen}{verdict}", file=out)
+        print(f"    breaks {d['breaks']}", file=out)
+        if d["checker"]:
+            print("    in process: " + ", ".join(_short(r) for r in d["checker"]), file=out)
+        if http is not None and "skipped" in http:
+            print(f"    over HTTP: not tried, {http['skipped']}", file=out)
+        elif http is not None and http.get("checker"):
+            print("    over HTTP: " + ", ".join(_short(r) for r in http["checker"]), file=out)
+        if isinstance(machine, dict):
+            print(f"    machine: {_short(machine.get('requirementId') or '?')} in "
+                  f"{machine['steps']} step(s)", file=out)
+    survivors = [d["mutant"] for d in docs if not d["killed"]]
+    http_docs = [d for d in docs if d.get("http") is not None]
+    print(f"\n{len(docs) - len(survivors)}/{len(docs)} faulty hosts killed", file=out)
+    if http_docs:
+        tried = [d for d in http_docs if "skipped" not in d["http"]]
+        killed = sum(1 for d in tried if d["http"].get("killed"))
+        print(f"over HTTP: {killed}/{len(tried)} of the hosts whose fault can show on the wire "
+              f"killed; {len(http_docs) - len(tried)} only in process (reason above)", file=out)
+        missed = [d["mutant"] for d in tried if not d["http"].get("killed")]
+        if missed:
+            print("NOT killed over HTTP: " + ", ".join(missed), file=out)
+            survivors += [m for m in missed if m not in survivors]
     if survivors:
         print("survivors: " + ", ".join(survivors), file=out)
     return 1 if survivors else 0
 
 
-def write_json(kills: Sequence[Kill], path: str | Path) -> None:
-    Path(path).write_text(json.dumps({"mutants": [k.to_json() for k in kills]}, indent=2)
-                          + "\n", encoding="utf-8")
+def write_json(kills: Sequence[Kill] | dict[str, Any], path: str | Path) -> None:
+    doc = kills if isinstance(kills, dict) else to_document([k.to_json() for k in kills])
+    Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

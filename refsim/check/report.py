@@ -36,9 +36,18 @@ EXIT_PASS, EXIT_FAIL, EXIT_UNKNOWN = 0, 1, 2
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
+def judged(rows: Sequence[Row]) -> list[Row]:
+    """The rows that count: those listed apart (in process only) are no part of a verdict."""
+    return [r for r in rows if not r.apart]
+
+
+def apart(rows: Sequence[Row]) -> list[Row]:
+    return [r for r in rows if r.apart]
+
+
 def totals(rows: Sequence[Row]) -> dict[str, int]:
     counts = dict.fromkeys(TOTAL_KEYS.values(), 0)
-    for row in rows:
+    for row in judged(rows):
         counts[TOTAL_KEYS[row.disposition]] += 1
     return counts
 
@@ -63,7 +72,7 @@ def _timestamp(generated_at: str | datetime) -> str:
 def to_json(rows: Sequence[Row], host: str, generated_at: str | datetime,
             assumptions: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The results of a run, in the certification bundle's `results` shape, unsigned."""
-    requirements = [_row_json(r) for r in rows]
+    requirements = [_row_json(r) for r in judged(rows)]
     doc: dict[str, Any] = {
         "tool": {"name": "refsim", "version": refsim.__version__},
         "host": {"label": host},
@@ -73,7 +82,10 @@ def to_json(rows: Sequence[Row], host: str, generated_at: str | datetime,
         "detail": {"nonPass": [
             {"requirementId": r.requirement_id, "checkId": r.check_id or r.requirement_id,
              "disposition": r.disposition.value, "reason": r.detail}
-            for r in rows if not r.passed]},
+            for r in judged(rows) if not r.passed]},
+        # Rows this host was not asked: they need the simulator's inside.
+        "inProcessOnly": [{"requirementId": r.requirement_id, "checkId": r.check_id,
+                           "reason": r.detail} for r in apart(rows)],
         # Over the rows alone, so two runs that judged alike hash alike whatever their date.
         "rowsSha256": sha256_hex(requirements),
     }
@@ -96,6 +108,7 @@ def _suite_counts(rows: Sequence[Row]) -> dict[str, str]:
 
 def to_junit(rows: Sequence[Row], host: str) -> str:
     """JUnit XML: a testsuite per scenario, a testcase per row (name: check, class: requirement)."""
+    rows = judged(rows)
     root = ET.Element("testsuites", {"name": f"refsim against {_xml_text(host)}",
                                      **_suite_counts(rows)})
     by_scenario: dict[str, list[Row]] = {}
@@ -130,16 +143,19 @@ def _clip(line: str, width: int) -> str:
 
 def totals_line(rows: Sequence[Row]) -> str:
     counts = totals(rows)
-    assertions = sum(r.assertion_count for r in rows)
+    counted = judged(rows)
+    assertions = sum(r.assertion_count for r in counted)
     parts = ", ".join(f"{counts[key]} {disposition.value}"
                       for disposition, key in TOTAL_KEYS.items())
-    return f"{len(rows)} rows, {assertions} assertions: {parts}"
+    aside = len(rows) - len(counted)
+    return f"{len(counted)} rows, {assertions} assertions: {parts}" + (
+        f"; {aside} in process only (listed apart)" if aside else "")
 
 
 def to_text(rows: Sequence[Row], host: str, width: int = TEXT_WIDTH) -> str:
     """One line per row, then the totals: what a person reads in a terminal."""
     lines = [f"refsim against {host}"]
-    for row in rows:
+    for row in judged(rows):
         check = row.check_id or row.requirement_id
         name = row.requirement_id + (f" ({check})" if check != row.requirement_id else "")
         head = f"{row.disposition.value:<13} {name} [{row.assertion_count}]"
@@ -151,12 +167,22 @@ def to_text(rows: Sequence[Row], host: str, width: int = TEXT_WIDTH) -> str:
             lines.append(head)
             lines.extend("    " + part for part in textwrap.wrap(
                 detail, max(40, width - 4), break_on_hyphens=False, break_long_words=False))
+    aside = apart(rows)
+    if aside:
+        lines.append(f"In process only, not run on this host ({len(aside)}; no pass, no fail, "
+                     "no part of the verdict):")
+        for row in aside:
+            lines.append(f"  {row.check_id} ({row.requirement_id})")
+            lines.extend("    " + part for part in textwrap.wrap(
+                row.detail.removeprefix("in process only: "), max(40, width - 4),
+                break_on_hyphens=False, break_long_words=False))
     lines.append(totals_line(rows))
     return "\n".join(lines)
 
 
 def verdict(rows: Sequence[Row]) -> int:
     """0 all passed or reasonably not run; 1 anything failed; 2 blocked or nothing to judge."""
+    rows = judged(rows)
     if any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
         return EXIT_FAIL
     if not rows:

@@ -8,13 +8,14 @@ import attrs
 
 from refsim.check.assume import Reading, build
 from refsim.check.findings import Row
+from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
 from refsim.check.scenario import ScenarioConfig, run_scenario
+from refsim.check.zoo import Mutant
 from refsim.domain.core import Components
 from refsim.domain.profile import HostProfile, profile_named
 from refsim.host import SimHost
 from refsim.wire.client import HostClient
 
-KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
 PARTS = ("conformance", "examples", "invariants")
 
 
@@ -26,18 +27,29 @@ class Target:
     readings: tuple[Reading, ...] = ()
     seed: int = 0
     base_components: Components | None = None
+    mutant: Mutant | None = None
 
     def host(self, profile: str | None = None) -> SimHost:
         """A fresh host: under `profile` when a check pins one (an example row's `profile:`),
         else under the target's own profile, the one the report is labelled with."""
         chosen: HostProfile = profile_named(self.profile if profile is None else profile)
-        chosen, components = build(self.readings, chosen, self.base_components)
-        return SimHost(seed=self.seed, profile=chosen, components=components)
+        base = self.base_components
+        if self.mutant is not None:
+            base = self.mutant.components()
+            if self.mutant.profile is not None:
+                chosen = self.mutant.profile(chosen)
+        chosen, components = build(self.readings, chosen, base)
+        host = SimHost(seed=self.seed, profile=chosen, components=components,
+                       edge=self.mutant.edge if self.mutant is not None else None)
+        if self.mutant is not None and self.mutant.wire is not None:
+            self.mutant.wire(host)
+        return host
 
     @property
     def label(self) -> str:
         extra = "".join(f" --assume {r}" for r in self.readings)
-        return f"refsim:{self.profile}{extra}"
+        faulty = f" --mutant {self.mutant.name}" if self.mutant is not None else ""
+        return f"refsim:{self.profile}{faulty}{extra}"
 
 
 def matches(prefix: str | None, row: Row) -> bool:
@@ -53,13 +65,24 @@ def matches(prefix: str | None, row: Row) -> bool:
 def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
               client: HostClient | None = None, tenant_b_key: str | None = KEY_B,
               api_key: str = KEY_A) -> list[Row]:
+    """The parts' rows on the built-in host (a fresh one per check), or, with `client`, on
+    that one host (over HTTP): every row the wire can witness, the rest listed apart."""
     rows: list[Row] = []
-    runners: dict[str, Callable[[], list[Row]]] = {
-        "conformance": lambda: run_scenario(client or target.host(),
-                                            ScenarioConfig(api_key, tenant_b_key)),
-        "examples": lambda: _examples(target, prefix),
-        "invariants": lambda: _invariants(target, prefix),
-    }
+    if client is not None:
+        keys = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
+        remote = client
+        runners: dict[str, Callable[[], list[Row]]] = {
+            "conformance": lambda: run_scenario(remote, ScenarioConfig(api_key, tenant_b_key)),
+            "examples": lambda: _remote_examples(remote, keys, prefix),
+            "invariants": lambda: _remote_invariants(remote, keys, prefix),
+        }
+    else:
+        runners = {
+            "conformance": lambda: run_scenario(target.host(),
+                                                ScenarioConfig(api_key, tenant_b_key)),
+            "examples": lambda: _examples(target, prefix),
+            "invariants": lambda: _invariants(target, prefix),
+        }
     for part in parts:
         rows += [r for r in runners[part]() if matches(prefix, r)]
     return rows
@@ -68,6 +91,18 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
 def _examples(target: Target, prefix: str | None) -> list[Row]:
     from refsim.check.examples import run_examples
     return run_examples(target.host, prefix)
+
+
+def _remote_examples(client: HostClient, keys: dict[str, str], prefix: str | None
+                     ) -> list[Row]:
+    from refsim.check.examples import run_examples
+    return run_examples(lambda profile: client, prefix, keys=keys, remote=True)
+
+
+def _remote_invariants(client: HostClient, keys: dict[str, str], prefix: str | None
+                       ) -> list[Row]:
+    from refsim.check.invariants import run_invariants
+    return run_invariants(lambda: client, prefix, keys=keys, remote=True)
 
 
 def _invariants(target: Target, prefix: str | None) -> list[Row]:

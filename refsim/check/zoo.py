@@ -6,6 +6,7 @@ real host. Its docstring names the line it breaks; `refsim mutants` must kill th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from refsim.domain.core import (
     TaskPlanner,
 )
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
-from refsim.domain.ids import parse_bound
+from refsim.domain.ids import parse_bound, project
 from refsim.domain.owners import Owner
 from refsim.domain.readings import DelegateDeriver, MergingPlanner, MergingRules
 from refsim.domain.recorded import (
@@ -34,21 +35,51 @@ from refsim.domain.recorded import (
     Deriver,
     SourcePolicy,
 )
-from refsim.domain.refusals import Refusal, not_found, tenant_mismatch, validation
+from refsim.domain.refusals import (
+    UNUSABLE_SOURCE,
+    Refusal,
+    not_found,
+    tenant_mismatch,
+    validation,
+)
 from refsim.domain.runs import RunRecord
 from refsim.domain.suites import Task
+from refsim.domain.profile import HostProfile
+from refsim.domain.recorded import UNKNOWN
+from refsim.domain.suites import Suite
 from refsim.domain.tools import ToolResult
+from refsim.host import Edge, SimHost
+from refsim.wire.response import Response
 
 
 @attrs.frozen
 class Mutant:
+    """One faulty host: the reference host with one part swapped (a component, the profile's
+    discovery claim, or an edge that rewrites answers on the wire)."""
+
     name: str
     breaks: str  # the RFC line, in a few words
-    components: Callable[[], Components]
+    components: Callable[[], Components] = Components
+    profile: Callable[[HostProfile], HostProfile] | None = None
+    edge: Edge | None = None
+    # Wires a component to the host it lives in, for parts that read the whole core.
+    wire: Callable[[SimHost], None] | None = None
+    # Why its fault cannot show on the wire, when it cannot: then only the in-process
+    # checker (with the simulator's inside) can kill it.
+    inside_only: str | None = None
 
     @property
     def doc(self) -> str:
         return self.breaks
+
+    def host(self, seed: int = 0, profile: HostProfile | None = None) -> SimHost:
+        chosen = profile or HostProfile()
+        if self.profile is not None:
+            chosen = self.profile(chosen)
+        host = SimHost(seed=seed, profile=chosen, components=self.components(), edge=self.edge)
+        if self.wire is not None:
+            self.wire(host)
+        return host
 
 
 # ----------------------------------------------------------------------------- parts
@@ -214,8 +245,280 @@ class _MatcherPlanner(TaskPlanner):
         return self.matcher(entries)
 
 
+
+
+# ----------------------------------------------------------------------------- blind spots
+# Each class below broke RFC 0252 yet passed every check until the checker learnt to see it.
+
+
+FOREIGN_UNMINTED = "foreign-unminted"
+
+
+class _TellsForeignIds(SourcePolicy):
+    """Knows an id under another tenant's segment for what it is, minted or not."""
+
+    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        rid = parse_bound(value)
+        if found == UNKNOWN and rid is not None and rid.tenant != caller.tenant \
+                and any(t.name == rid.tenant for t in core.tenants.values()):
+            return FOREIGN_UNMINTED
+        return found
+
+
+class _ForeignIds403(RequestRules):
+    def unusable_source(self, value: Any, kind: str) -> Refusal:
+        if kind == FOREIGN_UNMINTED:
+            return tenant_mismatch()
+        return super().unusable_source(value, kind)
+
+
+class _OrderOracle(RequestRules):
+    """Looks the named sources up before refusing fixtureRuns without mode eval, and words
+    the refusal by what it found."""
+
+    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
+        refusal = super().fixture_runs_gate(core, body)
+        if refusal is not None and body.get("mode") != "eval" \
+                and isinstance(body.get("fixtureRuns"), dict):
+            named = [parse_bound(v) for v in body["fixtureRuns"].values()]
+            if any(r is not None and r in core.runs for r in named):
+                return validation("fixtureRuns is only meaningful with mode eval "
+                                  "(the named run exists)", field="fixtureRuns")
+        return refusal
+
+
+def _caller_and_body(host: SimHost, headers: dict[str, str], body: bytes | None
+                     ) -> tuple[Owner | None, Any]:
+    auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+    owner = host.core.caller(auth.partition(" ")[2].strip())
+    try:
+        doc = json.loads(body) if body else None
+    except ValueError:
+        doc = None
+    return owner, doc
+
+
+def _foreign_source_header(host: SimHost, method: str, target: str, headers: dict[str, str],
+                           body: bytes | None, response: Response) -> Response:
+    """Adds a header to a refusal only when a named source is another tenant's run."""
+    if method != "POST" or not target.startswith("/runs") or response.status != 400:
+        return response
+    owner, doc = _caller_and_body(host, headers, body)
+    runs = doc.get("fixtureRuns") if isinstance(doc, dict) else None
+    if owner is None or not isinstance(runs, dict):
+        return response
+    for value in runs.values():
+        rid = parse_bound(value)
+        run = host.core.runs.get(rid) if rid is not None else None
+        if run is not None and run.owner.tenant != owner.tenant:
+            return attrs.evolve(response, headers={**response.headers,
+                                                   "OpenWOP-Source-Scope": "other-tenant"})
+    return response
+
+
+def _derived_in_snapshot(host: SimHost, method: str, target: str, headers: dict[str, str],
+                         body: bytes | None, response: Response) -> Response:
+    """GET /runs/{id} of an eval run also shows the copy it was served, as `provenance`."""
+    if method not in ("GET", "HEAD") or response.status != 200 \
+            or not isinstance(response.json, dict) or "runId" not in response.json \
+            or "/events" in target or target.endswith("/eval-summary"):
+        return response
+    rid = parse_bound(response.json["runId"])
+    kept = [{"task": task, "from": source.bound, "calls": [e.to_json() for e in entries]}
+            for source, run, task, entries in host.core.copies.all_entries() if run == rid]
+    if not kept:
+        return response
+    return attrs.evolve(response, json={**response.json, "provenance": kept})
+
+
+class _PartialEcho(RequestRules):
+    def unusable_source(self, value: Any, kind: str) -> Refusal:
+        text = str(value)
+        return validation("fixtureRuns names a source run that cannot be used: "
+                          f"{text[:max(0, len(text) - 3)]}...")
+
+
+class _SortsEcho(Echo):
+    """Echoes the accepted map with its keys sorted, not in request order."""
+
+    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
+        if fixture_runs is not None:
+            payload["fixtureRuns"] = dict(sorted(fixture_runs.items()))
+
+
+# ----------------------------------------------------------------------------- from the tests
+# Broken parts that tests once kept for themselves: here the kill matrix counts them.
+
+
+class _LeaksEntries(Echo):
+    """Puts the derived entries of the named sources into eval.started."""
+
+    core: HostCore | None = None
+
+    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
+        super().eval_started(payload, fixture_runs)
+        assert self.core is not None
+        named = set((fixture_runs or {}).values())
+        payload["toolResponses"] = [e.to_json() for source, _, _, entries
+                                    in self.core.copies.all_entries()
+                                    if source.bound in named for e in entries]
+
+
+def _wire_echo(host: SimHost) -> None:
+    echo = host.core.components.echo
+    assert isinstance(echo, _LeaksEntries)
+    echo.core = host.core
+
+
+class _ProjectsEcho(Echo):
+    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
+        if fixture_runs is not None:
+            payload["fixtureRuns"] = {k: project(v) for k, v in fixture_runs.items()}
+
+
+class _ForgetsMisses(MissPolicy):
+    def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
+                on_miss: str) -> tuple[ToolResult, bool]:
+        result, _ = super().on_miss(core, tenant, tool, args, on_miss)
+        return result, False
+
+
+class _CountsMissButCallsLive(MissPolicy):
+    def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
+                on_miss: str) -> tuple[ToolResult, bool]:
+        core.gateway.call(tenant, tool, args)
+        return ToolResult("error", error={"code": "fixture_miss", "message": "x"}), True
+
+
+class _PlansLive(TaskPlanner):
+    def plan(self, core: HostCore, task: Task, modes: tuple[str, ...],
+             derived: tuple[FixtureEntry, ...] | None) -> TaskPlan:
+        plan = super().plan(core, task, modes, derived)
+        return TaskPlan(plan.entries, "live") if derived is not None else plan
+
+
+class _DerivesFromSourceOnFork(ForkPolicy):
+    """Derives from the source again, looking it up directly (no resolution is counted)."""
+
+    def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
+        assert run.eval is not None
+        out = {}
+        for task_id, value in (run.eval.fixture_runs or {}).items():
+            rid = parse_bound(value)
+            source = core.runs.get(rid) if rid is not None else None
+            if source is None or source.calls_erased:
+                return None
+            out[task_id] = core.components.deriver.derive(core, source, run.eval.agent_id)
+        return out
+
+
+class _RunsLiveWhenCopyGone(ForkPolicy):
+    def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
+        return super().copies(core, run) or {}
+
+
+class _WipesAllCopies(CopyStore):
+    def erase_source(self, source: Any) -> int:
+        count = self.count_for(source)
+        self._by_source.clear()
+        return count
+
+
+def _without_matching(profile: HostProfile) -> HostProfile:
+    return _AdvertisesWithoutMatching(**{f.name: getattr(profile, f.name)
+                                         for f in attrs.fields(HostProfile)})
+
+
+@attrs.frozen
+class _AdvertisesWithoutMatching(HostProfile):
+    """Lies in discovery: recordedFixtures without fixtureMatching."""
+
+    def agents_family(self) -> dict[str, Any] | None:
+        family = super().agents_family()
+        assert family is not None
+        family["evalSuite"].pop("fixtureMatching", None)
+        family["evalSuite"]["recordedFixtures"] = True
+        return family
+
+
+class _FirstInvocationDeriver(Deriver):
+    def derive(self, core: HostCore, source: RunRecord, agent_id: str
+               ) -> tuple[FixtureEntry, ...]:
+        calls = sorted((c for c in source.held_calls if c.agent_id == agent_id),
+                       key=lambda c: c.sequence)
+        first = calls[0].invocation_id if calls else None
+        return tuple(self.entry(c) for c in calls if c.invocation_id == first)
+
+
+class _EveryTaskPlanner(TaskPlanner):
+    def plan(self, core: HostCore, task: Task, modes: tuple[str, ...],
+             derived: tuple[FixtureEntry, ...] | None) -> TaskPlan:
+        if derived is None and "live-shadow" not in modes:
+            run = list(core.runs.values())[-1]  # the eval run being executed
+            named = (run.eval.fixture_runs or {}) if run.eval is not None else {}
+            for task_id, value in named.items():
+                source = parse_bound(value)
+                entries = None if source is None else core.copies.get(source, run.run_id,
+                                                                       task_id)
+                if entries is not None:
+                    return TaskPlan(entries, "fail")
+        return super().plan(core, task, modes, derived)
+
+
+class _FirstKeyOnlyKeys(RequestRules):
+    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        first = next(iter(fixture_runs))
+        return super().keys(suite, {first: fixture_runs[first]})
+
+
+class _FirstKeyOnlyConflicts(RequestRules):
+    def conflicts(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        first = next(iter(fixture_runs))
+        return super().conflicts(suite, {first: fixture_runs[first]})
+
+
+class _FirstSourceOnly(SourcePolicy):
+    """Assesses the first source of a request; every later one borrows its usable run."""
+
+    def __init__(self) -> None:
+        self.first: RunRecord | None = None
+
+    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        if self.first is not None:
+            return self.first
+        verdict = super().assess(core, caller, value, agent_id)
+        if not isinstance(verdict, str):
+            self.first = verdict
+        return verdict
+
+
+class _ResetsFirstSource(RequestRules):
+    def __init__(self, sources: _FirstSourceOnly) -> None:
+        self.sources = sources
+
+    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
+        self.sources.first = None
+        return super().fixture_runs_gate(core, body)
+
+
+def _first_source_only() -> Components:
+    sources = _FirstSourceOnly()
+    return Components(rules=_ResetsFirstSource(sources), sources=sources)
+
+
+class _LooksSourceUpFirst(RequestRules):
+    """Answers an unknown key with §C's uniform body, as if it had looked the source up."""
+
+    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        return UNUSABLE_SOURCE if super().keys(suite, fixture_runs) else None
+
+
 def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
     return lambda: Components(**{name: make() for name, make in parts.items()})
+
 
 
 # ----------------------------------------------------------------------------- the zoo
@@ -243,7 +546,9 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("derives-egress-credential", "§D/SR-1: credential resolved at egress MUST NOT "
            "enter a derived entry", _swap(deriver=_DerivesEgress)),
     Mutant("reresolves-on-fork", "§E: a fork of the eval run MUST NOT resolve the source "
-           "again", _swap(forks=ReresolvesOnFork)),
+           "again", _swap(forks=ReresolvesOnFork),
+           inside_only="the source is still there to resolve, so the fork answers alike: only "
+           "the simulator's resolution count shows it was looked up again"),
     Mutant("keeps-copy-after-erasure", "Security: the derived copy is erased with its "
            "source", lambda: Components(copies=KeepsCopies)),
     Mutant("omits-echo", "§E: eval.started MUST carry fixtureRuns when the request did",
@@ -253,7 +558,10 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("accepts-without-mode", "§B: fixtureRuns without mode eval is refused",
            _swap(rules=_AcceptsWithoutMode)),
     Mutant("accepts-failed-call-without-fixture-errors", "§C: a failed-call source is usable "
-           "only with fixtureErrors", _swap(sources=_AcceptsFailedCalls)),
+           "only with fixtureErrors", _swap(sources=_AcceptsFailedCalls),
+           inside_only="the fault shows only on a host without fixtureErrors; served with the "
+           "reference profile (which advertises it) the host is correct, and the row that "
+           "judges it pins the no-fixture-errors profile"),
     Mutant("words-non-terminal-differently", "§C: every unusable source gets the same refusal",
            _swap(rules=_WordsNonTerminalDifferently)),
     Mutant("serves-out-of-order", "§D/RFC 0244: the first unconsumed match in sequence order",
@@ -262,6 +570,51 @@ ZOO: tuple[Mutant, ...] = (
            lambda: Components(planner=_MatcherPlanner(_NoResetMatcher))),
     Mutant("never-consumes", "§D/RFC 0244: a served entry is consumed",
            lambda: Components(planner=_MatcherPlanner(_NeverConsumesMatcher))),
+    # -- the blind spots
+    Mutant("foreign-unminted-403", "§C: another tenant's never-minted id is refused like no "
+           "run (not 403, which tells its ids apart)",
+           _swap(sources=_TellsForeignIds, rules=_ForeignIds403)),
+    Mutant("check-order-oracle", "§C: a §B refusal must not say whether a named foreign run "
+           "exists", _swap(rules=_OrderOracle)),
+    Mutant("foreign-source-header", "§C: the refusal of another tenant's run is the same "
+           "whole response, headers included", edge=_foreign_source_header),
+    Mutant("derived-in-snapshot", "§D: derived entries are never on the wire (here under "
+           "another member name of GET /runs/{id})", edge=_derived_in_snapshot),
+    Mutant("partial-echo", "§C: the refusal MUST NOT echo the supplied id, not even most of "
+           "it", _swap(rules=_PartialEcho)),
+    Mutant("sorts-echo", "§E: eval.started.fixtureRuns is the accepted map verbatim (request "
+           "order)", _swap(echo=_SortsEcho)),
+    # -- broken parts the tests once kept to themselves
+    Mutant("leaks-entries-in-eval-started", "§D: derived entries are never on the wire",
+           _swap(echo=_LeaksEntries), wire=_wire_echo),
+    Mutant("projects-echo", "§E: the echo is the accepted map verbatim (bound ids, not "
+           "projected)", _swap(echo=_ProjectsEcho)),
+    Mutant("forgets-misses", "§D/§E: a miss is reported through fixtureMissCount",
+           _swap(misses=_ForgetsMisses)),
+    Mutant("counts-miss-calls-live", "Security: a miss reaches no live tool, even when it is "
+           "counted", _swap(misses=_CountsMissButCallsLive)),
+    Mutant("plans-live", "§D: derived fixtures run onMiss fail", _swap(planner=_PlansLive)),
+    Mutant("derives-from-source-on-fork", "§E: a fork reads the stored copy, never the "
+           "source again", _swap(forks=_DerivesFromSourceOnFork),
+           inside_only="v2 has no portable run deletion: only deleting the source inside the "
+           "simulator shows that the fork read it again"),
+    Mutant("runs-live-when-copy-gone", "Security: a fork whose copy is gone is refused, never "
+           "run against live tools", _swap(forks=_RunsLiveWhenCopyGone)),
+    Mutant("wipes-all-copies", "Security: erasure reaches the source's copies, and only "
+           "those", lambda: Components(copies=_WipesAllCopies)),
+    Mutant("advertises-without-matching", "§A: recordedFixtures is advertised with "
+           "fixtureMatching", profile=_without_matching),
+    Mutant("first-invocation-only", "UQ1: every call of every invocation of the agent is "
+           "derived", _swap(deriver=_FirstInvocationDeriver)),
+    Mutant("every-task-served", "§B: only the named task takes the source's fixtures",
+           _swap(planner=_EveryTaskPlanner)),
+    Mutant("first-key-only", "§B: every key of fixtureRuns is a taskId of the suite",
+           _swap(rules=_FirstKeyOnlyKeys)),
+    Mutant("first-conflict-only", "§B: every named task is checked for suite fixtures",
+           _swap(rules=_FirstKeyOnlyConflicts)),
+    Mutant("first-source-only", "§C: every named source is assessed", _first_source_only),
+    Mutant("looks-source-up-first", "§B: the request rules refuse before any source is "
+           "looked up", _swap(rules=_LooksSourceUpFirst)),
 )
 
 
