@@ -225,7 +225,10 @@ def render() -> str:
            f"- [Assumptions](#assumptions): {len(assumptions)} readings of open points, "
            f"{sum(bool(a.get('assumable')) for a in assumptions)} of them flippable",
            f"- [Error codes](#error-codes): {len(answers)} HTTP codes and "
-           f"{len(tool_errors)} tool error codes", "",
+           f"{len(tool_errors)} tool error codes",
+           "- [The example vocabulary](#the-example-vocabulary): the actions and "
+           "expectations an example row is written in, and what runs over HTTP",
+           "- [Faulty hosts](#faulty-hosts): the zoo the kill matrix judges", "",
            "## Requirements", "",
            "Check kinds: `scenario:` a leg of v2-eval-recorded-fixtures, `example:` a row of "
            "`specs/examples/`, `invariant:` a row of `invariants/invariants.yaml`, `machine:` "
@@ -238,5 +241,41 @@ def render() -> str:
             "another value to try flip with `refsim check --assume NAME=VALUE`.", ""]
     out += _assumptions(assumptions)
     out += ["## Error codes", "", *_errors(answers, tool_errors)]
+    out += ["", *_vocabulary()]
+    out += ["", *_zoo()]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _vocabulary() -> list[str]:
+    """The example table's vocabulary, from the classes themselves (refsim.check.examples'
+    ACTIONS and refsim.check.expectations' EXPECTATIONS)."""
+    from refsim.check.examples import ACTIONS
+    from refsim.check.expectations import reference_table
+    out = ["## The example vocabulary", "",
+           "Generated from `refsim.check.examples.ACTIONS` and the expectation classes of "
+           "`refsim.check.expectations`. An unknown name fails when the table loads. Over "
+           "HTTP (`--base-url`) there is no inside: an expectation that needs it is judged "
+           "by its outside form where it has one, and left out otherwise; a row whose every "
+           "claim needs the inside, or that pins a profile, is listed apart, never judged.",
+           "", "### Actions", "", "| action | arguments | succeeds with |", "| --- | --- | --- |"]
+    for name, kind in ACTIONS.items():
+        args = ", ".join([*sorted(kind.required), *(f"{a}?" for a in sorted(kind.optional))])
+        out.append(f"| `{name}` | {args} | {kind.success or '2xx'} |")
+    out += ["", "### Expectations", "", "| expectation | asserts | needs the inside | "
+            "judged over HTTP |", "| --- | --- | --- | --- |"]
+    for form, doc, inside, where in reference_table():
+        out.append(f"| `{_cell(form)}` | {_cell(doc)} | {inside} | {_cell(where)} |")
+    return out
+
+
+def _zoo() -> list[str]:
+    from refsim.check.zoo import ZOO
+    out = ["## Faulty hosts", "", f"The {len(ZOO)} hosts of `refsim.check.zoo`, each the "
+           "reference host with one part swapped; `refsim mutants` judges them in process "
+           "and over HTTP (`refsim serve --mutant NAME` serves any of them).", "",
+           "| host | breaks | over HTTP |", "| --- | --- | --- |"]
+    for m in ZOO:
+        out.append(f"| `{m.name}` | {_cell(m.breaks)} | "
+                   f"{_cell('in process only: ' + m.inside_only) if m.inside_only else 'yes'} |")
+    return out
 

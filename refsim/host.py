@@ -17,7 +17,6 @@ from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
 from refsim.wire.router import Router
 
-
 # (host, method, target, headers, body, answer) -> the answer a faulty host gives instead.
 Edge = Callable[["SimHost", str, str, dict[str, str], "bytes | None", Response], Response]
 

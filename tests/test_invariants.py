@@ -4,7 +4,6 @@ and every check fails against a host with one broken component."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,28 +11,12 @@ import attrs
 import pytest
 import yaml
 
-from refsim import HostProfile, SimHost, paths
+from refsim import SimHost, paths
 from refsim.check.findings import Disposition, Finding
-from refsim.check.invariants import CHECKS, Invariant, load_invariants, run_invariants
-from refsim.check.session import REPLAY, SOURCE, Session, eval_body
-from refsim.check.zoo import KeepsCopies, OmitsEcho, ReresolvesOnFork, ServesMissLive
-from refsim.domain.core import (
-    Components,
-    Echo,
-    ForkPolicy,
-    HostCore,
-    MissPolicy,
-    TaskPlan,
-    TaskPlanner,
-)
-from refsim.domain.fixtures import FixtureEntry
-from refsim.domain.ids import parse_bound, project
-from refsim.domain.owners import Owner
+from refsim.check.invariants import CHECKS, Invariant, Probe, load_invariants, run_invariants
+from refsim.check.observe import REPLAY, SOURCE, Session, SimInspector, eval_body
+from refsim.check.zoo import mutant
 from refsim.domain.profile import PROFILES
-from refsim.domain.recorded import CopyStore, Deriver, SourcePolicy
-from refsim.domain.runs import RunRecord
-from refsim.domain.suites import Task
-from refsim.domain.tools import ToolResult
 
 EXPECTED = {
     "eval-fixture-run-tenant-scoped": "openwop.requirement.0252.source-uniform",
@@ -66,7 +49,7 @@ def test_rows_follow_the_openwop_rules() -> None:
     rows = load_invariants()
     assert [r.id for r in rows] == list(EXPECTED)
     for row in rows:
-        assert row.check in CHECKS
+        assert (row.check in CHECKS) != (row.example is not None)
         assert not (row.tier == "protocol" and row.witness == "unwitnessable")
         if row.witness == "unwitnessable":
             assert row.tier == "reference-impl" and row.non_testability_rationale
@@ -85,7 +68,7 @@ def test_every_test_glob_resolves() -> None:
 
 
 def test_every_registered_check_is_bound_to_a_row() -> None:
-    assert {r.check for r in load_invariants()} == set(CHECKS)
+    assert {r.check for r in load_invariants() if r.check} == set(CHECKS)
 
 
 @pytest.mark.parametrize(("prefix", "ids"), [
@@ -100,7 +83,7 @@ def test_prefix_filters_on_requirement_or_invariant_id(prefix: str, ids: set[str
 
 
 def test_a_check_that_raises_is_a_failed_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(host: SimHost) -> list[Finding]:
+    def broken(probe: Probe) -> list[Finding]:
         raise RuntimeError("boom")
     monkeypatch.setitem(CHECKS, "check_broken", broken)
     row = attrs.evolve(load_invariants()[0], check="check_broken")
@@ -143,8 +126,11 @@ def test_the_loader_round_trips_the_shipped_file(tmp_path: Path) -> None:
     ({"check": "check_nothing"},
      "eval-fixture-run-tenant-scoped: check 'check_nothing' is not a check registered"),
     ({"severity": None}, "eval-fixture-run-tenant-scoped: missing required field(s) severity"),
-    ({"requirement_id": None, "check": None},
-     "eval-fixture-run-tenant-scoped: missing required field(s) requirement_id, check"),
+    ({"requirement_id": None},
+     "eval-fixture-run-tenant-scoped: missing required field(s) requirement_id"),
+    ({"check": None}, "eval-fixture-run-tenant-scoped: name exactly one of `check`"),
+    ({"example": "refsim.example.0252.echo-verbatim"},
+     "eval-fixture-run-tenant-scoped: name exactly one of `check`"),
     ({"tier": "advisory"}, "eval-fixture-run-tenant-scoped: tier 'advisory' is not one of"),
     ({"severity": "urgent"}, "eval-fixture-run-tenant-scoped: severity 'urgent' is not one of"),
     ({"witness": "seen-it"}, "eval-fixture-run-tenant-scoped: witness 'seen-it' is not one of"),
@@ -180,179 +166,56 @@ def test_the_loader_refuses_duplicates_and_rows_without_an_id(tmp_path: Path) ->
 
 
 # ----------------------------------------------------------------------------- broken hosts
-# Each is the reference host with exactly one part swapped for a broken twin.
+# Each is a faulty host of the zoo, where the kill matrix counts it too.
 
 
-class AcceptsForeignSource(SourcePolicy):
-    """§C: reads another tenant's completed run as if it were the caller's."""
-
-    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
-               ) -> RunRecord | str:
-        rid = parse_bound(value)
-        run = core.runs.get(rid) if rid is not None else None
-        if run is not None and run.terminal and not caller.can_read(run.owner):
-            return super().assess(core, run.owner, value, agent_id)
-        return super().assess(core, caller, value, agent_id)
+def _probe(host: SimHost) -> Probe:
+    inspector = SimInspector(host)
+    return Probe(host, Session(host, "hk_test_acme", inspector),
+                 Session(host, "hk_test_globex", inspector), inspector)
 
 
-class LeaksDerivedEntries(Echo):
-    """§D: puts the derived entries of the named sources into eval.started."""
-
-    core: HostCore | None = None
-
-    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
-        super().eval_started(payload, fixture_runs)
-        assert self.core is not None
-        named = set((fixture_runs or {}).values())
-        payload["toolResponses"] = [e.to_json() for source, _, _, entries
-                                    in self.core.copies.all_entries()
-                                    if source.bound in named for e in entries]
-
-
-class ProjectsEcho(Echo):
-    """§E: echoes the ids in their path projection, not verbatim."""
-
-    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
-        if fixture_runs is not None:
-            payload["fixtureRuns"] = {k: project(v) for k, v in fixture_runs.items()}
-
-
-class ForgetsMisses(MissPolicy):
-    """§D/§E: fails the call closed but never counts the miss."""
-
-    def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
-                on_miss: str) -> tuple[ToolResult, bool]:
-        result, _ = super().on_miss(core, tenant, tool, args, on_miss)
-        return result, False
-
-
-class CountsMissButCallsLive(MissPolicy):
-    """§D/Security: counts the miss and answers fixture_miss, yet calls the live tool."""
-
-    def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
-                on_miss: str) -> tuple[ToolResult, bool]:
-        core.gateway.call(tenant, tool, args)
-        return ToolResult("error", error={"code": "fixture_miss", "message": "x"}), True
-
-
-class PlansLive(TaskPlanner):
-    """§D: serves derived fixtures under onMiss live instead of fail."""
-
-    def plan(self, core: HostCore, task: Task, modes: tuple[str, ...],
-             derived: tuple[FixtureEntry, ...] | None) -> TaskPlan:
-        plan = super().plan(core, task, modes, derived)
-        return TaskPlan(plan.entries, "live") if derived is not None else plan
-
-
-class DerivesEgress(Deriver):
-    """SR-1: copies the egress record (with its injected credential) into each entry."""
-
-    def derive(self, core: HostCore, source: RunRecord, agent_id: str
-               ) -> tuple[FixtureEntry, ...]:
-        egress = [attrs.asdict(r) for r in core.gateway.egress]
-        return tuple(attrs.evolve(e, response={"result": e.response, "egress": egress})
-                     for e in super().derive(core, source, agent_id))
-
-
-class DerivesFromSourceOnFork(ForkPolicy):
-    """§E: ignores the stored copy and derives from the source again, looking the run up
-    directly, so the resolution count never moves."""
-
-    def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
-        assert run.eval is not None
-        out = {}
-        for task_id, value in (run.eval.fixture_runs or {}).items():
-            rid = parse_bound(value)
-            source = core.runs.get(rid) if rid is not None else None
-            if source is None or source.calls_erased:
-                return None
-            out[task_id] = core.components.deriver.derive(core, source, run.eval.agent_id)
-        return out
-
-
-class RunsLiveWhenCopyGone(ForkPolicy):
-    """Security: a fork whose copy is gone runs with no fixtures, against live tools."""
-
-    def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
-        return super().copies(core, run) or {}
-
-
-class WipesAllCopies(CopyStore):
-    """Security: erasing one source erases every other source's copies as well."""
-
-    def erase_source(self, source: Any) -> int:
-        count = self.count_for(source)
-        self._by_source.clear()
-        return count
-
-
-def _with(**parts: Any) -> Callable[[], SimHost]:
-    return lambda: SimHost(components=Components(**parts))
-
-
-def _leaky() -> SimHost:
-    echo = LeaksDerivedEntries()
-    host = SimHost(components=Components(echo=echo))
-    echo.core = host.core
-    return host
-
-
-class _AdvertisesWithoutMatching(HostProfile):
-    """A profile that lies in discovery: the real HostProfile cannot be configured so."""
-
-    def agents_family(self) -> dict[str, Any] | None:
-        family = super().agents_family()
-        assert family is not None
-        family["evalSuite"].pop("fixtureMatching", None)
-        family["evalSuite"]["recordedFixtures"] = True
-        return family
-
-
-SABOTAGE: list[tuple[str, str, Callable[[], SimHost], str]] = [
-    ("check_tenant_scoped", "accepts-foreign", _with(sources=AcceptsForeignSource()),
+SABOTAGE: list[tuple[str, str, str]] = [
+    ("check_tenant_scoped", "accepts-foreign-source",
      "tenant B's completed source: expected 400 validation_error, got 201"),
-    ("check_summary_content_free", "leaks-entries", _leaky, "carries content keys"),
-    ("check_fail_closed", "serves-live", _with(misses=ServesMissLive()),
-     "the live counter moved"),
-    ("check_fail_closed", "forgets-misses", _with(misses=ForgetsMisses()),
-     "fixtureMissCount is 0, expected 1"),
-    ("check_fail_closed", "plans-live", _with(planner=PlansLive()),
+    ("check_tenant_scoped", "foreign-unminted-403",
+     "tenant B's never-minted id: expected 400 validation_error, got 403"),
+    ("check_summary_content_free", "leaks-entries-in-eval-started", "carries content keys"),
+    ("check_fail_closed", "serves-miss-live", "the live counter moved"),
+    ("check_fail_closed", "forgets-misses", "fixtureMissCount is 0, expected 1"),
+    ("check_fail_closed", "plans-live",
      "live tool state (counters, egress, live calls) across both replays: changed"),
-    ("check_no_egress_credential", "derives-egress", _with(deriver=DerivesEgress()),
+    ("check_no_egress_credential", "derives-egress-credential",
      "egress credential material present"),
-    ("check_no_reresolution", "re-derives", _with(forks=ReresolvesOnFork()),
-     "the source was resolved again"),
-    ("check_no_reresolution", "derives-from-source", _with(forks=DerivesFromSourceOnFork()),
+    ("check_no_reresolution", "reresolves-on-fork", "the source was resolved again"),
+    ("check_no_reresolution", "derives-from-source-on-fork",
      "a replay fork with the source deleted from the host: expected 201"),
-    ("check_copy_erased_with_source", "keeps-copies", _with(copies=KeepsCopies),
+    ("check_copy_erased_with_source", "keeps-copy-after-erasure",
      "derived copy(ies) still stored under the erased source"),
-    ("check_copy_erased_with_source", "wipes-all", _with(copies=WipesAllCopies),
+    ("check_copy_erased_with_source", "wipes-all-copies",
      "erasing one source reached another source's copy"),
-    ("check_gone_copy_refused", "keeps-copies", _with(copies=KeepsCopies),
+    ("check_gone_copy_refused", "keeps-copy-after-erasure",
      "a replay fork of the eval run: answered 201, not a refusal"),
-    ("check_gone_copy_refused", "runs-live", _with(forks=RunsLiveWhenCopyGone()),
-     "the live counter moved"),
-    ("check_runs_echoed", "projects", _with(echo=ProjectsEcho()),
-     "eval.started.fixtureRuns differs from the accepted map"),
-    ("check_runs_echoed", "omits", _with(echo=OmitsEcho()),
-     "eval.started carries no fixtureRuns although the request did"),
-    ("check_facet_implies_matching", "no-matching",
-     lambda: SimHost(profile=_AdvertisesWithoutMatching()),
+    ("check_gone_copy_refused", "runs-live-when-copy-gone", "the live counter moved"),
+    ("check_gone_copy_refused", "wipes-all-copies",
+     "a fork of another source's eval run, after the erasure: expected 201, got 404"),
+    ("check_facet_implies_matching", "advertises-without-matching",
      "recordedFixtures is advertised without fixtureMatching"),
     ("check_facet_implies_matching", "counts-miss-calls-live",
-     _with(misses=CountsMissButCallsLive()),
      "the call whose args match nothing: the live counter moved from 0 to 1"),
-    ("check_derived_never_on_wire", "leaks-entries", _leaky,
+    ("check_derived_never_on_wire", "leaks-entries-in-eval-started",
      "carries derived-entry keys ['argsMatch', 'tool', 'toolResponses']"),
+    ("check_derived_never_on_wire", "derived-in-snapshot",
+     "carries recorded content the run never made"),
 ]
 
 
-@pytest.mark.parametrize(("check", "make_host", "why"),
-                         [pytest.param(c, m, w, id=f"{c}-{n}") for c, n, m, w in SABOTAGE])
-def test_each_check_fails_on_a_host_with_one_broken_part(
-        check: str, make_host: Callable[[], SimHost], why: str) -> None:
-    failed = [f for f in CHECKS[check](make_host()) if not f.ok]
-    assert failed, f"{check} found nothing wrong with a broken host"
+@pytest.mark.parametrize(("check", "name", "why"),
+                         [pytest.param(c, n, w, id=f"{c}-{n}") for c, n, w in SABOTAGE])
+def test_each_check_fails_on_a_host_with_one_broken_part(check: str, name: str,
+                                                         why: str) -> None:
+    failed = [f for f in CHECKS[check](_probe(mutant(name).host())) if not f.ok]
+    assert failed, f"{check} found nothing wrong with {name}"
     assert any(why in f.message for f in failed), [f.message for f in failed]
 
 
@@ -360,11 +223,19 @@ def test_every_check_has_a_sabotage() -> None:
     assert {c for c, *_ in SABOTAGE} == set(CHECKS)
 
 
+def test_the_echo_row_binds_to_its_example_and_fails_on_a_sorted_echo() -> None:
+    [inv] = [i for i in load_invariants() if i.id == "eval-fixture-runs-echoed"]
+    assert inv.check is None and inv.example == "refsim.example.0252.echo-verbatim"
+    [row] = run_invariants(mutant("sorts-echo").host, "runs-echoed")
+    assert row.disposition is Disposition.EXECUTED_FAIL
+    assert "another order" in row.detail
+
+
 def test_a_broken_host_fails_its_row_and_only_the_rows_it_breaks() -> None:
-    rows = {r.check_id: r for r in run_invariants(_with(misses=ServesMissLive()))}
-    assert not rows["eval-fixture-replay-fail-closed"].passed
-    assert rows["eval-fixture-run-tenant-scoped"].passed
-    assert rows["eval-fixture-no-egress-credential"].passed
+    rows = run_invariants(mutant("serves-miss-live").host)
+    failed = {r.check_id for r in rows if not r.passed}
+    assert "eval-fixture-replay-fail-closed" in failed
+    assert "eval-fixture-run-tenant-scoped" not in failed
 
 
 # ----------------------------------------------------------------------------- profiles

@@ -120,9 +120,12 @@ def test_every_judge_has_a_pass_and_a_fail_test() -> None:
 
 def test_the_judge_list_is_what_this_file_expects() -> None:
     assert _judge_names() == sorted([
-        "content_free", "counter_moved", "counter_unchanged", "created", "echo", "envelope",
-        "eval_order", "facet_implies_matching", "miss_count", "no_echo", "no_reresolution",
-        "no_secret_in", "outcomes_equal", "passed_is", "refused", "schema_vector", "uniform"])
+        "absent", "content_free", "copies_gone", "counter_delta", "counter_moved",
+        "counter_unchanged", "created", "differs", "echo", "envelope", "eval_order",
+        "facet_implies_matching", "miss_count", "no_content_in", "no_derived_entries",
+        "no_echo", "no_recorded_content", "no_reresolution", "no_secret_in", "nothing_minted",
+        "outcomes_equal", "passed_is", "present_in", "refused", "refused_registered",
+        "schema_vector", "unchanged", "uniform"])
 
 
 # -- helpers the judges stand on ----------------------------------------------------------------
@@ -578,3 +581,164 @@ def test_eval_order_fails_rather_than_raises_without_a_sequence() -> None:
     log = eval_log()
     del log[1]["sequence"]
     assert failed(judges.eval_order(REQ, log))
+
+
+# -- blind spots: the whole response, partial echoes, order, content -------------------------
+
+def test_uniform_fails_exact_on_a_header_only_one_refusal_carries() -> None:
+    plain = refusal()
+    marked = resp(400, dict(REFUSAL), {"OpenWOP-Version": "2.0", "X-Scope": "other-tenant"})
+    found = judges.uniform(REQ, [("unknown", plain), ("foreign", marked)], exact=True)
+    assert not found.ok and "header(s) x-scope" in found.message
+
+
+def test_uniform_exact_ignores_only_the_date_header() -> None:
+    a = resp(400, dict(REFUSAL), {"OpenWOP-Version": "2.0", "Date": "Mon"})
+    b = resp(400, dict(REFUSAL), {"OpenWOP-Version": "2.0", "Date": "Tue"})
+    assert judges.uniform(REQ, [("a", a), ("b", b)], exact=True).ok
+
+
+def test_no_echo_fails_on_most_of_the_id() -> None:
+    partial = SOURCE_ID[:-3]
+    assert not judges.no_echo(REQ, refusal(f"cannot use {partial}"), [SOURCE_ID], "x").ok
+
+
+def test_no_echo_fails_on_eight_characters_of_the_opaque_segment() -> None:
+    assert not judges.no_echo(REQ, refusal(f"... {OPAQUE[4:12]} ..."), [SOURCE_ID], "x").ok
+
+
+def test_no_echo_fails_on_a_fully_percent_encoded_or_json_escaped_id() -> None:
+    from urllib.parse import quote
+    assert not judges.no_echo(REQ, refusal(quote(SOURCE_ID, safe="")), [SOURCE_ID], "x").ok
+    escaped = "".join(f"\\u{ord(c):04x}" for c in SOURCE_ID)
+    assert not judges.no_echo(REQ, resp(400, None, text=escaped), [SOURCE_ID], "x").ok
+
+
+def test_no_echo_passes_on_seven_characters() -> None:
+    assert judges.no_echo(REQ, refusal(f"about {OPAQUE[4:11]}"), [SOURCE_ID], "x").ok
+
+
+def test_echo_fails_on_a_reordered_map() -> None:
+    want = {"beta": SOURCE_ID, "alpha": FOREIGN_ID}
+    log = eval_log(dict(sorted(want.items())))
+    found = judges.echo(REQ, log, want)
+    assert not found.ok and "another order" in found.message
+
+
+def test_differs_passes() -> None:
+    assert judges.differs(REQ, refusal("a key names no task"), [("unknown", refusal())],
+                          "key").ok
+
+
+def test_differs_fails_on_the_unusable_source_body() -> None:
+    found = judges.differs(REQ, refusal(), [("unknown", refusal())], "key")
+    assert not found.ok and "looked up first" in found.message
+
+
+def test_nothing_minted_passes() -> None:
+    assert judges.nothing_minted(REQ, refusal(), "x").ok
+    assert judges.nothing_minted(REQ, refusal(), "x", 3, 3).ok
+
+
+def test_nothing_minted_fails_on_a_named_run_or_more_runs() -> None:
+    assert not judges.nothing_minted(REQ, resp(400, {**REFUSAL, "runId": SOURCE_ID}), "x").ok
+    located = resp(400, dict(REFUSAL), {"Location": "/runs/x"})
+    assert not judges.nothing_minted(REQ, located, "x").ok
+    assert not judges.nothing_minted(REQ, refusal(), "x", 3, 4).ok
+
+
+def test_counter_delta_passes() -> None:
+    assert judges.counter_delta(REQ, 7, 7, 0, "drift").ok
+    assert judges.counter_delta(REQ, 7, 8, 1, "source").ok
+
+
+def test_counter_delta_fails() -> None:
+    assert not judges.counter_delta(REQ, 7, 8, 0, "drift").ok
+    assert not judges.counter_delta(REQ, None, 8, 0, "drift").ok
+
+
+SOURCE_CALLS = calls(2, AGENT, [INC, READ])
+DRIFT_CALLS = calls(2, AGENT, [({"op": "inc", "key": "other"}, {"key": "other", "count": 1}),
+                               READ])
+
+
+def test_no_recorded_content_passes() -> None:
+    content = judges.recorded_content(SOURCE_CALLS, AGENT)
+    made = judges.recorded_content(DRIFT_CALLS, AGENT)
+    snapshot = resp(200, {"runId": SOURCE_ID, "status": "completed"})
+    assert ok_all(judges.no_recorded_content(REQ, [("snapshot", snapshot)], content, made))
+
+
+def test_no_recorded_content_fails_on_a_recorded_call_under_any_name() -> None:
+    content = judges.recorded_content(SOURCE_CALLS, AGENT)
+    made = judges.recorded_content(DRIFT_CALLS, AGENT)
+    leaky = resp(200, {"runId": SOURCE_ID, "provenance": [
+        {"calls": [{"tool": COUNTER, "args": {"key": "recorded-fixtures", "op": "inc"}}]}]})
+    found = failed(judges.no_recorded_content(REQ, [("snapshot", leaky)], content, made))
+    assert found and "never made" in found[0].message
+
+
+def test_no_recorded_content_fails_when_nothing_can_be_looked_for() -> None:
+    content = judges.recorded_content(SOURCE_CALLS, AGENT)
+    assert failed(judges.no_recorded_content(REQ, [("x", resp(200, {}))], content, content))
+
+
+def test_no_derived_entries_passes() -> None:
+    assert judges.no_derived_entries(REQ, '{"runId": "x"}', "snapshot").ok
+
+
+def test_no_derived_entries_fails() -> None:
+    assert not judges.no_derived_entries(REQ, '{"toolResponses": []}', "snapshot").ok
+
+
+def test_absent_passes() -> None:
+    assert judges.absent(REQ, resp(404, {"error": "not_found", "message": "m"}), "export").ok
+
+
+def test_absent_fails() -> None:
+    assert not judges.absent(REQ, resp(200, {"entries": []}), "export").ok
+
+
+def test_no_content_in_passes() -> None:
+    assert judges.no_content_in(REQ, {"score": 1}, ["marker"], "summary").ok
+
+
+def test_no_content_in_fails() -> None:
+    assert not judges.no_content_in(REQ, {"note": "a marker"}, ["marker"], "summary").ok
+
+
+def test_present_in_passes() -> None:
+    assert judges.present_in(REQ, [{"a": "the marker"}], "marker", "control").ok
+
+
+def test_present_in_fails() -> None:
+    assert not judges.present_in(REQ, [], "marker", "control").ok
+
+
+def test_unchanged_passes() -> None:
+    assert judges.unchanged(REQ, {"a": 1}, {"a": 1}, "state").ok
+
+
+def test_unchanged_fails() -> None:
+    assert not judges.unchanged(REQ, {"a": 1}, {"a": 2}, "state").ok
+
+
+def test_refused_registered_passes() -> None:
+    assert ok_all(judges.refused_registered(REQ, refusal(status=404,
+                                                         code="replay_source_missing"), "x"))
+
+
+def test_refused_registered_fails() -> None:
+    assert failed(judges.refused_registered(REQ, resp(201, {"runId": SOURCE_ID}), "fork"))
+    assert failed(judges.refused_registered(REQ, refusal(code="eval_recorded_fixtures_gone",
+                                                         status=404), "fork"))
+
+
+def test_copies_gone_passes() -> None:
+    assert ok_all(judges.copies_gone(REQ, [("acme/other", [{"response": "kept"}])],
+                                     SOURCE_ID, ["erased"]))
+
+
+def test_copies_gone_fails() -> None:
+    assert failed(judges.copies_gone(REQ, [(SOURCE_ID, [{"response": "erased"}])],
+                                     SOURCE_ID, ["erased"]))

@@ -73,7 +73,7 @@ def keys_of(value: Any) -> set[str]:
 def test_json_shape() -> None:
     doc = report.to_json(mixed(), HOST, WHEN)
     assert set(doc) == {"tool", "host", "generatedAt", "notACertification", "results",
-                        "detail", "rowsSha256"}
+                        "detail", "inProcessOnly", "rowsSha256"}
     assert doc["tool"] == {"name": "refsim", "version": refsim.__version__}
     assert doc["host"] == {"label": HOST}
     assert doc["generatedAt"] == WHEN

@@ -101,7 +101,6 @@ An unknown key anywhere is a `ValueError` naming the file and the row.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path

@@ -38,10 +38,14 @@ class Parser(Protocol):
 class Context(Protocol):
     """What an expectation's judge may ask of the row being run."""
 
-    req: str
     responses: dict[str, Response]
     inspector: Inspector | None
-    counter_keys: tuple[str, ...]
+
+    @property
+    def req(self) -> str: ...
+
+    @property
+    def counter_keys(self) -> tuple[str, ...]: ...
     # The arguments of the action being judged, as the row gives them (before `$` names).
     current_args: dict[str, Any]
 
@@ -542,17 +546,18 @@ class LiveCallsUnchanged(Expectation):
         if ctx.inspector is not None:
             s = ctx.inspector.live_state()
             return (s["liveCalls"], s["egress"])
-        return [ctx.counter(tenant, k) for k in ctx.counter_keys]
+        counts: list[int | None] = [ctx.counter(tenant, k) for k in ctx.counter_keys]
+        return counts
 
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         if ctx.inspector is not None:
-            s = ctx.inspector.live_state()
-            now = (s["liveCalls"], s["egress"])
-            return [check(ctx.req, now == before,
+            state = ctx.inspector.live_state()
+            seen = (state["liveCalls"], state["egress"])
+            return [check(ctx.req, seen == before,
                           f"{label}: (white box) no live tool ran, nothing left through egress"
-                          if now == before else f"{label}: (white box) live calls / egress "
-                          f"records went {before} -> {now}")]
+                          if seen == before else f"{label}: (white box) live calls / egress "
+                          f"records went {before} -> {seen}")]
         now = [ctx.counter(tenant, k) for k in ctx.counter_keys]
         moved = [k for k, a, b in zip(ctx.counter_keys, before, now, strict=True) if a != b]
         return [check(ctx.req, not moved, f"{label}: no live counter the row names moved "
@@ -635,7 +640,8 @@ class DerivedCopies(Expectation):
 
 
 EXPECTATIONS: dict[str, Expectation] = {e.name: e for e in (
-    Status(), Error(), NoEcho(), IdenticalTo(), DiffersFrom(), SameCodeAs(), Echo(), OutcomesEqualSource(),
+    Status(), Error(), NoEcho(), IdenticalTo(), DiffersFrom(), SameCodeAs(), Echo(),
+    OutcomesEqualSource(),
     FixtureMissCount(), Passed(), CounterUnchanged(), CounterMoved(), EventIncludes(),
     JsonIncludes(), ToolStatuses(), LaneContentFree(), FacetImpliesMatching(),
     SummaryContentFree(), NoDerivedOnWire(), RunsUnchanged(), ResolutionsUnchanged(),

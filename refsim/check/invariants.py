@@ -5,9 +5,8 @@ Each check drives a fresh host through its wire; reference-impl rows also read i
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -498,7 +497,7 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
     source = a.agent_run(script)
     out += _controls(req, source, "the vault source run")
     secrets = inspector.egress_secrets()
-    log = getattr(inspector, "egress_log", list)()
+    log: list[Any] = getattr(inspector, "egress_log", list)()
     out.append(check(req, any(judges.present_in(req, log, s, "").ok for s in secrets),
                      "positive control: a tenant's vault credential is in the egress log"))
     if source.run_id is None:
@@ -792,7 +791,8 @@ def check_derived_never_on_wire(probe: Probe) -> list[Finding]:
     # made, under any member name.
     source_content = judges.recorded_content(source.events, RECORDER)
     for label, obs in made[1:2]:
-        if obs.run_id is None:
+        # A content-free lane shows no content on the wire: nothing there to look for.
+        if obs.run_id is None or not source_content:
             continue
         documents = [(f"{label}: {what}", r) for what, r in responses
                      if what.startswith(label + ":")]

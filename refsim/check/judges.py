@@ -13,8 +13,8 @@ from urllib.parse import quote, unquote
 
 from refsim import schemas
 from refsim.check.findings import Finding, check, fail, ok
+from refsim.check.observe import eval_suite_facet as eval_suite_facet
 from refsim.domain.canonical import canonical
-from refsim.check.observe import eval_suite_facet
 from refsim.domain.ids import ProjectionError, parse_bound, project, unproject
 from refsim.wire.errors import is_registered
 from refsim.wire.response import Response

@@ -26,11 +26,13 @@ from refsim.domain.core import (
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.owners import Owner
+from refsim.domain.profile import HostProfile
 from refsim.domain.readings import DelegateDeriver, MergingPlanner, MergingRules
 from refsim.domain.recorded import (
     FAILED_CALL,
     FOREIGN,
     NOT_TERMINAL,
+    UNKNOWN,
     CopyStore,
     Deriver,
     SourcePolicy,
@@ -43,10 +45,7 @@ from refsim.domain.refusals import (
     validation,
 )
 from refsim.domain.runs import RunRecord
-from refsim.domain.suites import Task
-from refsim.domain.profile import HostProfile
-from refsim.domain.recorded import UNKNOWN
-from refsim.domain.suites import Suite
+from refsim.domain.suites import Suite, Task
 from refsim.domain.tools import ToolResult
 from refsim.host import Edge, SimHost
 from refsim.wire.response import Response

@@ -1,0 +1,158 @@
+"""One checker for any host: the whole table over HTTP, the blind-spot classes killed in
+process and over HTTP, and no false positives on a host that has been used before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from refsim import SimHost
+from refsim.check.findings import Disposition, Row
+from refsim.check.observe import DRIFT, KEY_A, KEY_B, SOURCE, Session, eval_body
+from refsim.check.runner import PARTS, Target, run_parts
+from refsim.check.zoo import ZOO, mutant
+from refsim.cli import main
+from refsim.wire.http import HttpClient, background
+from refsim.wire.response import Response
+
+# Each blind-spot class: its faulty host, and the requirement id it must fail.
+BLIND_SPOTS = [
+    ("foreign-unminted-403", "openwop.requirement.0252.source-refused"),
+    ("check-order-oracle", "refsim.requirement.0252.source-uniform-body"),
+    ("foreign-source-header", "refsim.requirement.0252.source-uniform-body"),
+    ("derived-in-snapshot", "refsim.requirement.0252.derived-never-on-wire"),
+    ("partial-echo", "refsim.requirement.0252.no-echo"),
+    ("sorts-echo", "refsim.requirement.0252.echo-verbatim"),
+]
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    with background(SimHost(seed=0)) as server:
+        yield server.url
+
+
+def _remote(url: str) -> list[Row]:
+    return run_parts(Target(), PARTS, client=HttpClient(url), api_key=KEY_A,
+                     tenant_b_key=KEY_B)
+
+
+def _failed(rows: list[Row]) -> set[str]:
+    return {r.requirement_id for r in rows if r.disposition is Disposition.EXECUTED_FAIL}
+
+
+def test_check_base_url_runs_the_whole_table_and_lists_the_inside_apart(
+        served: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    code = main(["check", "--base-url", served, "--api-key", KEY_A, "--tenant-b-api-key", KEY_B,
+                 "--json", str(out)])
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert code == 0, text
+    assert doc["results"]["totals"]["executedFail"] == 0
+    assert doc["results"]["totals"]["executedPass"] >= 48
+    apart = doc["inProcessOnly"]
+    assert 1 <= len(apart) <= 8
+    assert all(a["reason"].startswith("in process only: ") and len(a["reason"]) > 40
+               for a in apart)
+    assert "In process only, not run on this host" in text
+    passed = {r["checkId"] for r in doc["results"]["requirements"]}
+    assert not passed & {a["checkId"] for a in apart}
+
+
+def test_each_row_run_over_http_gets_its_in_process_disposition(served: str) -> None:
+    here = {r.check_id: r.disposition for r in run_parts(Target(), PARTS)}
+    there = [r for r in _remote(served) if not r.apart]
+    assert there
+    for row in there:
+        assert row.disposition is here[row.check_id], (row.check_id, row.detail)
+
+
+def _traffic(url: str) -> None:
+    """Legitimate use between checks: live runs of the drift and source suites (they move
+    the counter keys the legs watch) and other tenants' runs."""
+    client = HttpClient(url)
+    a, b = Session(client, KEY_A), Session(client, KEY_B)
+    for session in (a, b):
+        assert session.create(eval_body(DRIFT)).status == 201
+        assert session.create(eval_body(SOURCE)).status == 201
+        assert session.workflow("conformance-agent-call", {
+            "agentId": "conformance.eval:recorder", "script": [
+                {"call": "conformance.eval:counter",
+                 "args": {"op": "inc", "key": "recorded-fixtures-drift"}}]}).status == 201
+
+
+def test_check_passes_three_times_in_a_row_with_traffic_in_between() -> None:
+    with background(SimHost(seed=3)) as server:
+        for _ in range(3):
+            rows = _remote(server.url)
+            assert not _failed(rows), [(r.check_id, r.detail) for r in rows
+                                       if r.disposition is Disposition.EXECUTED_FAIL]
+            _traffic(server.url)
+
+
+@pytest.mark.parametrize(("name", "requirement"), BLIND_SPOTS)
+def test_each_blind_spot_is_killed_in_process(name: str, requirement: str) -> None:
+    faulty = run_parts(Target(mutant=mutant(name)), PARTS)
+    reference = {r.check_id: r for r in run_parts(Target(), PARTS)}
+    failing = [r for r in faulty if r.requirement_id == requirement
+               and r.disposition is Disposition.EXECUTED_FAIL]
+    assert failing, f"{name} passes {requirement}"
+    for row in failing:  # the reference host passes the very rows that caught it
+        assert reference[row.check_id].passed
+
+
+@pytest.mark.parametrize(("name", "requirement"), BLIND_SPOTS)
+def test_each_blind_spot_is_killed_over_http(name: str, requirement: str) -> None:
+    with background(mutant(name).host()) as server:
+        assert requirement in _failed(_remote(server.url))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("faulty", [m for m in ZOO if m.inside_only is None],
+                         ids=lambda m: m.name)
+def test_every_host_whose_fault_shows_on_the_wire_is_killed_over_http(faulty: Any) -> None:
+    with background(faulty.host()) as server:
+        assert _failed(_remote(server.url)), f"{faulty.name} survives check --base-url"
+
+
+def test_hosts_only_the_inside_can_kill_say_why() -> None:
+    inside = [m for m in ZOO if m.inside_only is not None]
+    assert inside and all(len(m.inside_only or "") > 40 for m in inside)
+
+
+def _without_fixtures(host: SimHost, method: str, target: str, headers: dict[str, str],
+                      body: bytes | None, response: Response) -> Response:
+    if target.startswith("/.well-known/openwop") and isinstance(response.json, dict):
+        doc = dict(response.json)
+        doc["fixtures"] = [f for f in doc["fixtures"] if not f.startswith("conformance-eval")]
+        return Response(response.status, dict(response.headers), doc)
+    return response
+
+
+def test_an_advertised_capability_left_untested_is_named_and_strict_exits_2(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with background(SimHost(seed=0, edge=_without_fixtures)) as server:
+        args = ["conformance", "--base-url", server.url, "--api-key", KEY_A,
+                "--tenant-b-api-key", KEY_B]
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert "inapplicable" in out and "untested: agents.evalSuite.recordedFixtures" in out
+        assert main([*args, "--strict"]) == 2
+
+
+def test_examples_and_invariants_take_the_remote_options(served: str) -> None:
+    for part in ("examples", "invariants"):
+        assert main([part, "--base-url", served, "--api-key", KEY_A,
+                     "--tenant-b-api-key", KEY_B]) == 0
+
+
+def test_without_a_second_tenant_rows_that_need_one_are_blocked(served: str) -> None:
+    rows = run_parts(Target(), ("examples",), client=HttpClient(served), api_key=KEY_A,
+                     tenant_b_key=None)
+    blocked = [r for r in rows if r.disposition is Disposition.BLOCKED]
+    assert blocked and all("globex" in r.detail for r in blocked)
