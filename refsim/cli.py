@@ -45,7 +45,7 @@ def _demo(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"refsim demo: cannot write the demo folder under {base}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"wrote {folder}  (report.md, history.jsonl, report.json, timeline.txt); "
+    print(f"wrote {folder}  (report.md, report.html, history.jsonl, report.json, timeline.txt); "
           f"{base / 'latest'} points at it")
     return result.exit_code
 
@@ -194,6 +194,10 @@ def _mutants(args: argparse.Namespace) -> int:
     code = print_matrix(kills, sys.stdout)
     if args.json:
         write_json(kills, args.json)
+    if args.html:
+        from refsim.demo.matrix import render_matrix
+        Path(args.html).write_text(render_matrix({"mutants": [k.to_json() for k in kills]}),
+                                   encoding="utf-8")
     return code
 
 
@@ -253,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     mutants = sub.add_parser("mutants", help="run the checker and the machine against every "
                                              "faulty host of the zoo; print the kill matrix")
     mutants.add_argument("--json", metavar="PATH", help="write the kill matrix as JSON")
+    mutants.add_argument("--html", metavar="PATH", help="draw the kill matrix as a page")
     mutants.add_argument("--machine-examples", type=int, default=100,
                          help="examples per faulty host for the machine (0: checker only)")
     mutants.add_argument("--machine-steps", type=int, default=30)
