@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,15 @@ def h(value: object) -> str:
 def _clip(text: str, width_px: float) -> str:
     n = max(8, int(width_px / CHAR))
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _wrap(lines: Sequence[str], lane: str) -> tuple[str, ...]:
+    """Label lines folded to the room between a tenant's lane and the host's."""
+    n = max(8, int((X["host"] - X[lane] - 16) / CHAR))
+    out: list[str] = []
+    for line in lines:
+        out += textwrap.wrap(line, n, break_on_hyphens=False) or [""]
+    return tuple(out)
 
 
 def _canon(value: Any) -> str:
@@ -188,8 +198,10 @@ def _body_line(d: Derivation, body: Any) -> str:
         parts.append(f"fixtureRuns {{{named}}}")
     rest = {k: v for k, v in body.items()
             if k not in ("mode", "evalSuiteRef", "workflowId", "fixtureRuns", "agentId")}
-    if rest:
-        parts.append(d.label(json.dumps(rest, ensure_ascii=False, sort_keys=True)))
+    for k, v in sorted(rest.items()):  # nested values by their keys only: hover has none
+        shown = "{" + ", ".join(map(str, v)) + "}" if isinstance(v, dict) else \
+            "[…]" if isinstance(v, list) else d.label(_canon(v))
+        parts.append(f"{k} {shown}")
     return " · ".join(parts)
 
 
@@ -306,7 +318,8 @@ def steps_of(d: Derivation, exchanges: Sequence[Exchange]) -> list[Step]:
         who = x.tenant if x.tenant in ("acme", "globex") else "acme, without an API key,"
         first = d.label(f"{x.method} {x.path}") + ("" if x.tenant else "  (no API key)")
         body = _body_line(d, x.body)
-        out.append(Step("request", _tenant_lane(x), (first, body) if body else (first,),
+        lane = _tenant_lane(x)
+        out.append(Step("request", lane, _wrap((first, body) if body else (first,), lane),
                         f"{who} sends {d.label(x.method + ' ' + x.path)}"
                         + (f" with {body}" if body else "") + ".", seq=x.seq))
         calls = iter(calls_of(x.events))
@@ -318,7 +331,7 @@ def steps_of(d: Derivation, exchanges: Sequence[Exchange]) -> list[Step]:
                 if note is not None:
                     out.append(note)
         lines, say, badge = _answer(d, x)
-        out.append(Step("response", _tenant_lane(x), lines, say,
+        out.append(Step("response", lane, _wrap(lines, lane), say,
                         "refused" if x.status >= 400 else "ok", x.seq, badge))
     return out
 
@@ -365,7 +378,8 @@ def _draw(s: Step, y: int, fig: str) -> str:
                          f'class="arrow back" marker-end="url(#{fig}-{end})"/>')
             if s.state == "refused":  # a shape as well as a colour: the ✕ box at the tenant
                 parts.append(f'<rect x="{lane - 9}" y="{ay - 9}" width="18" height="18" '
-                             f'class="stopbox"/>')
+                             f'class="stopbox"/><path d="M{lane - 5},{ay - 5} l10,10 m0,-10 '
+                             f'l-10,10" class="stopx"/>')
         if s.badge:
             parts.append(_badge(ay, s.badge))
     elif s.kind == "call":
@@ -379,7 +393,7 @@ def _draw(s: Step, y: int, fig: str) -> str:
             parts.append(f'<path d="M{host},{ay - 14} h34 v14 h-32" class="arrow" '
                          f'marker-end="url(#{fig}-head)"/>')
         elif s.state == "miss":  # the call stops short of the tool, under a cross
-            mid = host + 170
+            mid = counter - 40
             parts.append(f'<line x1="{host}" y1="{ay}" x2="{mid}" y2="{ay}" class="arrow"/>'
                          f'<path d="M{mid - 7},{ay - 7} l14,14 m0,-14 l-14,14" class="cross"/>')
         else:
@@ -447,8 +461,8 @@ def legend_svg() -> str:
          'marker-end="url(#key-open)"/>', "the host's answer, with its status"),
         ('<g class="refused"><line x1="110" y1="{y}" x2="12" y2="{y}" class="arrow back" '
          'marker-end="url(#key-cross)"/><rect x="1" y="{t}" width="18" height="18" '
-         'class="stopbox"/></g>', "✕ a refusal (4xx): red, a ✕ box at the tenant, ✕ and the "
-                                  "status in the label"),
+         'class="stopbox"/><path d="M5,{t4} l10,10 m0,-10 l-10,10" class="stopx"/></g>',
+         "✕ a refusal (4xx): red, a ✕ box at the tenant, ✕ and the status in the label"),
         ('<g class="recording"><path d="M10,{t} h34 v14 h-32" class="arrow" '
          'marker-end="url(#key-head)"/></g>',
          "⟲ a tool call served from the recording: a loop at the host, no live call"),
@@ -456,13 +470,13 @@ def legend_svg() -> str:
          'd="M73,{t2} l14,14 m0,-14 l-14,14" class="cross"/></g>',
          "✕ MISS: a call no recorded call matches (fixture_miss); it stops short of the tool"),
         ('<g class="badge"><rect x="10" y="{t3}" width="100" height="20" rx="4"/></g>',
-         "the live counter's value (tenant, key = count), read through the counter seam or "
-         "returned by a call that reached the live counter"),
+         "the live counter (tenant, key = count, and how it compares with the last "
+         "reading), read through the counter seam or returned by a call that reached it"),
     ]
     rows = []
     for i, (shape, text) in enumerate(items):
         y = y0 + i * gap
-        rows.append(shape.format(y=y, t=y - 9, t2=y - 7, t3=y - 11)
+        rows.append(shape.format(y=y, t=y - 9, t2=y - 7, t3=y - 11, t4=y - 5)
                     + _text(130, y + 4, text, "lbl"))
     height = y0 + len(items) * gap
     desc = " ".join(f"{t}." for _, t in items)
@@ -514,6 +528,7 @@ svg .refused .arrow, svg .refused .arrow.back { stroke: var(--bad); stroke-width
 svg .refused text.lbl, svg .failed text, svg .miss text.tag, svg .unrecorded text.tag {
   fill: var(--bad); font-weight: 700; }
 svg .stopbox { fill: var(--bad); }
+svg .stopx { stroke: #fff; stroke-width: 2.5; fill: none; }
 svg .live .arrow, svg .unrecorded .arrow { stroke: var(--live); stroke-width: 2; }
 svg .live text.tag, svg .unrecorded text.tag { fill: var(--live); font-weight: 700; }
 svg .recording .arrow { stroke: var(--rec); stroke-width: 2; }
