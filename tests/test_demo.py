@@ -437,3 +437,9 @@ def test_report_html_on_other_profiles_still_draws_each_chapter(profile: str,
     assert len(root.find_all("svg", "sequence")) == len(result.chapters)
     if profile == "no-eval":
         assert "skipped: the host does not advertise" in root.text()
+
+
+def test_report_html_marks_a_refusal_that_echoes_the_id(tmp_path: Path) -> None:
+    root = pages.parse(_html(run_demo(components=mutant("echoes-id").components()), tmp_path))
+    cards = root.find_all("div", "refusal")
+    assert cards and all("✕ the body echoes the id" in c.text() for c in cards)

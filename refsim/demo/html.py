@@ -505,6 +505,7 @@ table { border-collapse: collapse; margin: 8px 0; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left;
   vertical-align: top; }
 th { background: #f6f8fa; }
+td.links a { white-space: nowrap; }
 .meta { color: var(--muted); margin: 0 0 8px; }
 .held { color: var(--ok); } .failed { color: var(--bad); font-weight: 600; }
 .blocked, .skipped { color: #7c5800; }
@@ -589,7 +590,10 @@ def _refusal_panel(d: Derivation, exchanges: Sequence[Exchange]) -> str:
         what = ", ".join(d.names.get(v, "an unknown id") for v in named)
         digest = hashlib.sha256(x.raw).hexdigest()
         bodies.append(x.raw)
-        echoed = [v for v in named if v in x.raw.decode("utf-8", "replace")]
+        text = x.raw.decode("utf-8", "replace")
+        # The id in any form a client could recognise: bound, projected, or its opaque part.
+        echoed = [v for v in named if any(form in text for form in (
+            v, v.replace("/", "~2F"), v.replace("/", "%2F"), v.rsplit("/", 1)[-1]))]
         cards.append(
             f'<div class="refusal" data-sha256="{digest}"><h4>{h(what)}</h4>'
             f'<p>acme names <code>{h(", ".join(named))}</code> '
@@ -653,8 +657,8 @@ def render_report(run: DemoRun) -> str:
         "" if run.host == "refsim:reference" else f" --profile {run.host.split(':', 1)[1]}")
     runs = "".join(f"<tr><td>{h(lab)}</td><td><code>{h(rid)}</code></td>"
                    f"<td>{h(run.runs.get(rid, ''))}</td></tr>" for rid, lab in labels.items())
-    toc = "".join(f'<li><a href="#chapter-{h(c.slug)}">{i}. {h(c.title)}</a></li>'
-                  for i, c in enumerate(run.chapters, 1))
+    toc = "".join(f'<li><a href="#chapter-{h(c.slug)}">{h(c.title)}</a></li>'
+                  for c in run.chapters)
     chapters = "".join(_chapter(run, d, i, c) for i, c in enumerate(run.chapters, 1))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
