@@ -45,7 +45,7 @@ def _demo(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"refsim demo: cannot write the demo folder under {base}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"wrote {folder}  (report.md, history.jsonl, report.json, timeline.txt); "
+    print(f"wrote {folder}  (report.md, report.html, history.jsonl, report.json, timeline.txt); "
           f"{base / 'latest'} points at it")
     return result.exit_code
 
@@ -208,6 +208,13 @@ def _mutants(args: argparse.Namespace) -> int:
     code = print_matrix(doc, sys.stdout)
     if args.json:
         write_json(doc, args.json)
+    if args.html:
+        from refsim.demo.matrix import render_matrix
+        try:
+            Path(args.html).write_text(render_matrix(doc), encoding="utf-8")
+        except OSError as e:
+            print(f"refsim mutants: cannot write {args.html}: {e}", file=sys.stderr)
+            return EXIT_USAGE
     return code
 
 
@@ -269,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     mutants = sub.add_parser("mutants", help="run the checker and the machine against every "
                                              "faulty host of the zoo; print the kill matrix")
     mutants.add_argument("--json", metavar="PATH", help="write the kill matrix as JSON")
+    mutants.add_argument("--html", metavar="PATH", help="draw the kill matrix as a page")
     mutants.add_argument("--machine-examples", type=int, default=25,
                          help="examples per faulty host for the machine, per seed, stopping "
                               "at the first counterexample (0: checker only)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +12,14 @@ import pytest
 from refsim.check.registry import load_registry
 from refsim.check.zoo import mutant
 from refsim.cli import main
-from refsim.demo import LEGS, run_demo
+from refsim.demo import LEGS, DemoRun, run_demo
+from refsim.demo.html import render_report
 from refsim.demo.report import FILES, point_latest
 from refsim.domain.core import Components, RequestRules
 from refsim.domain.profile import PROFILES
 from refsim.domain.refusals import UNUSABLE_SOURCE, Refusal
 from refsim.domain.suites import Suite
+from tests import pages
 
 TITLES = ("Two tenants", "records a source run", "The replay", "Drift fails closed",
           "Four unusable sources", "Requests that cannot mean anything", "Erasing the source")
@@ -70,7 +73,8 @@ def test_same_seed_writes_identical_files_and_another_seed_does_not(tmp_path: Pa
     for name in FILES:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     (other,) = _folders(tmp_path / "other")
-    assert (other / "history.jsonl").read_bytes() != (first / "history.jsonl").read_bytes()
+    for name in ("history.jsonl", "report.html"):
+        assert (other / name).read_bytes() != (first / name).read_bytes(), name
     assert (base / "latest").resolve() == second.resolve()
 
 
@@ -345,3 +349,97 @@ def test_an_unwritable_out_is_refused_before_the_demo(
     assert main(["demo", "--out", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "Operation not permitted" in captured.err
+
+
+# ---------------------------------------------------------------------- report.html
+def _html(result: DemoRun, tmp_path: Path) -> str:
+    return result.write(tmp_path).joinpath("report.html").read_text(encoding="utf-8")
+
+
+def test_report_html_draws_every_chapter_the_refusals_and_the_legs(tmp_path: Path) -> None:
+    result = run_demo(seed=0)
+    root = pages.parse(_html(result, tmp_path))
+    states = pages.check_report(root, [c.slug for c in result.chapters], list(LEGS))
+    # The story in shapes: the source's calls reach the live counter, the replay's are
+    # served from the recording, the drift's first call misses, chapter 5 refuses four times.
+    assert states["record"].count("live") == 2 and "recording" not in states["record"]
+    assert states["replay"].count("recording") == 2 and "live" not in states["replay"]
+    assert states["drift"].count("miss") == 1 and "live" not in states["drift"]
+    assert states["refusals"].count("refused") == 4
+    assert states["erasure"].count("refused") == 2  # the fork, and the erased source
+    svg = {s.attrs["data-chapter"]: s for s in root.find_all("svg", "sequence")}
+    badges = [b.text() for b in svg["replay"].find_all("g", "badge")]
+    assert badges == ["acme recorded-fixtures = 1 (unchanged)"] * 2
+    assert [b.text() for b in svg["record"].find_all("g", "badge")][-1] == \
+        "acme recorded-fixtures = 1 (unchanged)"
+    assert "acme recorded-fixtures = 1 (moved from 0)" in svg["record"].text()
+    desc = svg["drift"].find("desc").text()
+    assert "misses (fixture_miss) and reaches no live tool" in desc
+
+
+def test_report_html_is_self_contained(tmp_path: Path) -> None:
+    page = _html(run_demo(seed=0), tmp_path)
+    root = pages.parse(page)
+    assert not root.find_all("script") and not root.find_all("link")
+    assert not root.find_all(where=lambda n: "src" in n.attrs or ("href" in n.attrs
+                             and not n.attrs["href"].startswith("#")))
+    # The only URL is the SVG namespace, which is a name, never fetched.
+    assert set(re.findall(r"https?://[^\s\"'<>)]+", page)) == {"http://www.w3.org/2000/svg"}
+    assert "@import" not in page and "@font-face" not in page
+    assert all(u.startswith("#") for u in re.findall(r"url\(([^)]*)\)", page))
+    (csp,) = root.find_all("meta", where=lambda n: n.attrs.get("http-equiv") ==
+                           "Content-Security-Policy")
+    assert csp.attrs["content"].startswith("default-src 'none'")
+
+
+def test_report_html_escapes_what_the_host_said(tmp_path: Path) -> None:
+    result = run_demo(seed=0)
+    evil = "<script>alert(1)</script> & <b>"
+    for x in result.client.exchanges:
+        if x.status == 400 and x.chapter == "refusals":
+            x.response = {"error": "validation_error", "message": evil}
+            x.raw = json.dumps(x.response).encode()
+    page = render_report(result)
+    assert "<script" not in page and "&lt;script&gt;" in page
+    root = pages.parse(page)
+    assert evil in root.find("div", "refusal").find("pre", "body").text()
+
+
+@pytest.mark.parametrize(("name", "chapter", "state"), [
+    ("serves-miss-live", "drift", "unrecorded"),  # the miss reached the live counter
+    ("ignores-fixture-runs", "replay", "unrecorded"),  # live answers, not the recording's
+])
+def test_report_html_draws_a_faulty_host_s_live_calls_as_live(
+        name: str, chapter: str, state: str, tmp_path: Path) -> None:
+    root = pages.parse(_html(run_demo(components=mutant(name).components()), tmp_path))
+    (svg,) = [s for s in root.find_all("svg", "sequence") if s.attrs["data-chapter"] == chapter]
+    states = [g.attrs["data-state"] for g in svg.find_all("g", "step")]
+    assert state in states and "miss" not in states
+    assert "moved from" in svg.text()
+    section = root.by_id()[f"chapter-{chapter}"]
+    assert "checks failed" in section.find("p", "meta").text()
+
+
+def test_report_html_shows_refusals_that_differ(tmp_path: Path) -> None:
+    root = pages.parse(_html(run_demo(
+        components=mutant("words-non-terminal-differently").components()), tmp_path))
+    cards = root.find_all("div", "refusal")
+    assert len(cards) == 4 and len({c.attrs["data-sha256"] for c in cards}) == 2
+    (line,) = root.find_all("p", where=lambda n: "data-same" in n.attrs)
+    assert line.attrs["data-same"] == "false" and "not all the same" in line.text()
+
+
+@pytest.mark.parametrize("profile", ["no-eval", "no-counter-seam", "content-free-lane"])
+def test_report_html_on_other_profiles_still_draws_each_chapter(profile: str,
+                                                                 tmp_path: Path) -> None:
+    result = run_demo(profile=PROFILES[profile])
+    root = pages.parse(_html(result, tmp_path))
+    assert len(root.find_all("svg", "sequence")) == len(result.chapters)
+    if profile == "no-eval":
+        assert "skipped: the host does not advertise" in root.text()
+
+
+def test_report_html_marks_a_refusal_that_echoes_the_id(tmp_path: Path) -> None:
+    root = pages.parse(_html(run_demo(components=mutant("echoes-id").components()), tmp_path))
+    cards = root.find_all("div", "refusal")
+    assert cards and all("✕ the body echoes the id" in c.text() for c in cards)

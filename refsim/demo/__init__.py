@@ -1,7 +1,8 @@
 """`refsim demo`: a narrated walk through RFC 0252 on the built-in host, written to a folder.
 
 `run_demo()` runs the chapters (`refsim.demo.chapters`) and returns a `DemoRun`, which
-writes history.jsonl, report.json, report.md and timeline.txt (`refsim.demo.report`).
+writes history.jsonl, report.json, report.md, report.html (`refsim.demo.html`) and
+timeline.txt (`refsim.demo.report`). `refsim.demo.matrix` draws the kill matrix as a page.
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ class Exchange:
     headers: dict[str, str]
     response: Any
     events: list[dict[str, Any]]
+    # The answer's bytes as the client received them (report.html hashes refusal bodies);
+    # history.jsonl keeps the parsed `response` instead.
+    raw: bytes = b""
 
     def to_lines(self) -> list[dict[str, Any]]:
         """The history.jsonl lines: the exchange, then one line per event it caused."""
@@ -72,7 +75,7 @@ class RecordingClient:
             seq=len(self.exchanges) + 1, chapter=self.chapter,
             tenant=None if api_key is None else self.tenants.get(api_key, "unknown key"),
             method=method, path=path, body=json, status=r.status,
-            headers=dict(r.headers), response=body, events=self._new_events()))
+            headers=dict(r.headers), response=body, events=self._new_events(), raw=r.body))
         return r
 
     def _new_events(self) -> list[dict[str, Any]]:

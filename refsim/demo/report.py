@@ -1,4 +1,5 @@
-"""The demo's folder: history.jsonl, report.json, report.md and timeline.txt, and `latest`.
+"""The demo's folder: history.jsonl, report.json, report.md, report.html and timeline.txt,
+and `latest`.
 
 Nothing in the files depends on the wall clock, so the same seed writes the same bytes;
 only the folder's name carries the time it was written.
@@ -20,6 +21,7 @@ import attrs
 from refsim.check.registry import Registry
 from refsim.demo.chapters import LEGS, Chapter, brief, clip
 from refsim.demo.history import RecordingClient
+from refsim.demo.html import render_report
 
 RUN_FOLDER = re.compile(r"[0-9]{8}T[0-9]{6}Z-seed[0-9]+(-[0-9]+)?")
 FILES = {
@@ -27,6 +29,9 @@ FILES = {
                      "the events the host emitted while answering it",
     "report.json": "the chapters, their narration and every check, as data",
     "report.md": "this report",
+    "report.html": "the same story as pictures, one self-contained page to open in any "
+                   "browser, offline: a sequence diagram per chapter, the refusal bodies "
+                   "side by side, the legs linked to their chapters",
     "timeline.txt": "the runs' events in the order they happened, under the request that "
                     "caused them",
 }
@@ -219,6 +224,7 @@ class DemoRun:
             json.dumps(self.report_json(), indent=2, ensure_ascii=False) + "\n",
             encoding="utf-8")
         (folder / "report.md").write_text(self.report_md(), encoding="utf-8")
+        (folder / "report.html").write_text(render_report(self), encoding="utf-8")
         (folder / "timeline.txt").write_text(self.timeline(), encoding="utf-8")
         point_latest(base, folder.name)
         return folder
