@@ -152,11 +152,11 @@ def test_machine_ids_are_registered(registry: Registry) -> None:
     import re
 
     import refsim.testing.stateful as stateful
+    from refsim.check.ids import req_id
     text = Path(stateful.__file__).read_text(encoding="utf-8")
-    ids = {stateful.R + m for m in re.findall(r'\bR \+ "([a-z0-9.-]+)"', text)}
-    ids |= {stateful.S + m for m in re.findall(r'\bS \+ "([a-z0-9.-]+)"', text)}
-    assert ids
-    assert registry.unknown_ids(ids) == []
+    shorts = set(re.findall(r'req_id\("([a-z0-9.-]+)"\)', text))
+    assert shorts
+    assert registry.unknown_ids(req_id(s) for s in shorts) == []
 
 
 # -- the checks a requirement lists exist, and file rows under it ---------------------------------

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from refsim.check.observe import KEY_A, KEY_B
 from refsim.check.registry import load_registry
-from refsim.demo.chapters import KEY_A, KEY_B, LEGS, TENANTS, Chapter, Demo
+from refsim.demo.chapters import LEGS, TENANTS, Chapter, Demo
 from refsim.demo.history import RecordingClient
 from refsim.demo.report import DemoRun, check_base, summary_lines
 from refsim.domain.core import Components

@@ -17,28 +17,37 @@ import attrs
 from refsim import schemas
 from refsim.check import judges
 from refsim.check.findings import Finding, check
-from refsim.check.session import DRIFT, RECORDER, REPLAY, SOURCE, Session, eval_body
+from refsim.check.ids import req_id
+from refsim.check.observe import (
+    DRIFT,
+    KEY_A,
+    KEY_B,
+    RECORDER,
+    REPLAY,
+    SOURCE,
+    TENANT_A,
+    TENANT_B,
+    Session,
+    eval_body,
+    eval_suite_facet,
+)
 from refsim.demo.history import Exchange, RecordingClient
 from refsim.registry_codes import registered_status
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
 
-KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
-TENANTS = {KEY_A: "acme", KEY_B: "globex"}
+TENANTS = {KEY_A: TENANT_A, KEY_B: TENANT_B}
 UNKNOWN_OPAQUE = "run-0252demo0unknown000000"
 WIDTH = 220
 
-SHAPE = "openwop.requirement.0252.shape"
-REPLAYED = "openwop.requirement.0252.source-replayed"
-DRIFTED = "openwop.requirement.0252.drift-fails-closed"
-REFUSED = "openwop.requirement.0252.source-refused"
-UNIFORM = "openwop.requirement.0252.source-uniform"
-FIELDS = "openwop.requirement.0252.fields-refused"
+SHAPE, REPLAYED = req_id("0252.shape"), req_id("0252.source-replayed")
+DRIFTED, REFUSED = req_id("0252.drift-fails-closed"), req_id("0252.source-refused")
+UNIFORM, FIELDS = req_id("0252.source-uniform"), req_id("0252.fields-refused")
 LEGS = (SHAPE, REPLAYED, DRIFTED, REFUSED, UNIFORM, FIELDS)
-NON_TERMINAL = "refsim.requirement.0252.non-terminal-refused"
-NOT_HELD = "refsim.requirement.0252.not-held-refused"
-COPY_ERASED = "refsim.requirement.0252.copy-erased-with-source"
-GONE_COPY = "refsim.requirement.0252.gone-copy-refused"
+NON_TERMINAL = req_id("0252.non-terminal-refused")
+NOT_HELD = req_id("0252.not-held-refused")
+COPY_ERASED = req_id("0252.copy-erased-with-source")
+GONE_COPY = req_id("0252.gone-copy-refused")
 
 
 @attrs.define
@@ -279,9 +288,9 @@ class Demo:
             "agents.evalSuite.recordedFixtures. A host that says so must also advertise "
             "fixtureMatching (RFC 0244), because a recorded run becomes ordinary fixtures; a "
             "client sends fixtureRuns to no other host."))
-        self.say(c, "tenants: acme (key hk_test_acme), globex (key hk_test_globex)")
+        self.say(c, f"tenants: {TENANT_A} (key {KEY_A}), {TENANT_B} (key {KEY_B})")
         r = self.a.discovery()
-        facet = judges.eval_suite_facet(r.json)
+        facet = eval_suite_facet(r.json)
         first = ("recordedFixtures", "fixtureMatching")
         shown = {k: facet[k] for k in first if k in facet} | \
             {k: v for k, v in facet.items() if k not in first}

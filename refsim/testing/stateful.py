@@ -27,8 +27,11 @@ from hypothesis.stateful import (
     rule,
 )
 
+from refsim.check import judges
+from refsim.check.ids import req_id
 from refsim.check.judges import id_forms
-from refsim.check.session import Session, eval_body, run_path
+from refsim.check.observe import KEYS as TENANT_KEYS
+from refsim.check.observe import Session, eval_body, run_path
 from refsim.domain.agents import CONTENT_FREE, HELPER, RECORDER, UNHELD
 from refsim.domain.canonical import canonical
 from refsim.domain.tools import COUNTER, FLAKY, VAULT, vault_credential
@@ -38,12 +41,10 @@ from refsim.wire.client import HostClient
 from refsim.wire.errors import is_registered
 from refsim.wire.response import Response
 
-R = "openwop.requirement.0252."
-S = "refsim.requirement.0252."
 KEYS = ("k1", "k2")
 WATCHED_KEYS = (*KEYS, "recorded-fixtures", "alpha", "beta", "canned")
 LANES = (RECORDER, CONTENT_FREE, UNHELD)
-TENANTS = {"acme": "hk_test_acme", "globex": "hk_test_globex"}
+TENANTS = dict(TENANT_KEYS)
 EXTRA_TENANTS = ("initech", "umbrella")
 CRITICAL = (
     "source:eval", "source:workflow", "source:delegates", "source:failed-call",
@@ -154,7 +155,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         unheld = self.sim.profile.unheld_agents if self.sim else frozenset({UNHELD})
         self.model = Model(fixture_errors=bool(facet.get("fixtureErrors")), unheld_agents=unheld)
         self.registered: set[tuple[str, str]] = set()
-        self.refusals: dict[tuple[int, bytes], str] = {}
+        self.refusals: dict[Any, str] = {}
         type(self).examples_run += 1
         for tenant in self.keys:
             self._take_in_counters(tenant)
@@ -182,7 +183,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         for run in self.model.runs.values():
             if run.tenant != tenant:
                 leaked = [f for f in id_forms(run.id) if f in text]
-                expect(not leaked, S + "tenant-isolation",
+                expect(not leaked, req_id("0252.tenant-isolation"),
                        f"a response to {tenant} carries {run.tenant}'s run id {run.id}")
         if response.status >= 400:
             body = response.json if isinstance(response.json, dict) else {}
@@ -204,14 +205,14 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                    "tasks": [task]}
             r = self.client.request("POST", "/conformance/seams/eval-suites",
                                     api_key=self.keys[tenant], json={"suite": doc})
-            expect(r.status == 201, S + "usable-source-accepted",
+            expect(r.status == 201, req_id("0252.usable-source-accepted"),
                    f"the suite seam refused a suite: {r.status} {r.json}")
             self.registered.add((tenant, suite_id))
         return suite_id
 
     def _created_id(self, tenant: str, r: Response, what: str) -> str:
         self._checked(tenant, r)
-        expect(r.status == 201, S + "usable-source-accepted",
+        expect(r.status == 201, req_id("0252.usable-source-accepted"),
                f"{what}: expected 201, got {r.status} {r.json}")
         return str(r.json["runId"])
 
@@ -238,7 +239,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if r.status == 400 and self.sim is None:
             note(f"{name} already exists on this long-lived host")  # an earlier example
         else:
-            expect(r.status == 201, S + "tenant-isolation", f"adding tenant {name}: {r.status}")
+            expect(r.status == 201, req_id("0252.tenant-isolation"),
+                   f"adding tenant {name}: {r.status}")
         self.keys[name] = key
         self._take_in_counters(name)
         self._count("tenant:add")
@@ -311,11 +313,11 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if r.status == 404 and r.json and r.json.get("error") == "not_found" and self.sim is None:
             return
         if run.kind == "waiting" and not run.terminal:
-            expect(r.status == 200, S + "non-terminal-refused", f"resolving: {r.status}")
+            expect(r.status == 200, req_id("0252.non-terminal-refused"), f"resolving: {r.status}")
             run.terminal = True
             self._count("resolve")
         else:
-            expect(r.status == 409, S + "non-terminal-refused",
+            expect(r.status == 409, req_id("0252.non-terminal-refused"),
                    f"resolving a run that is not waiting: {r.status}")
 
     # -- replays
@@ -338,7 +340,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             kind = self.model.unusable_kind(caller, source_id, lane)
             self._refused_unusable(caller, r, [source_id], kind)
             return multiple()
-        expect(r.status == 201, S + "usable-source-accepted",
+        expect(r.status == 201, req_id("0252.usable-source-accepted"),
                f"{caller} replaying usable source {source_id} on lane {lane}: "
                f"{r.status} {r.json}")
         run_id = str(r.json["runId"])
@@ -364,14 +366,16 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             want = [Entry(e.tool, e.args, _norm(e.response, e.is_error), e.is_error)
                     for e in entries]
             expect(canonical([attr_tuple(e) for e in got]) == canonical(
-                [attr_tuple(e) for e in want]), S + "derive-agent-calls-only",
+                [attr_tuple(e) for e in want]), req_id("0252.derive-agent-calls-only"),
                 f"derived copy differs from the source's held calls of {lane}")
             secret = vault_credential(usable.tenant)
             expect(secret not in canonical([attr_tuple(e) for e in got]),
-                   S + "no-egress-credential", "an egress credential entered a derived entry")
+                   req_id("0252.no-egress-credential"),
+                   "an egress credential entered a derived entry")
             expect(before.get(_rid(self.sim, source_id), 0) + 1 ==
                    self.sim.core.resolutions.get(_rid(self.sim, source_id), 0),
-                   S + "fork-no-reresolve", "the source was resolved other than once at create")
+                   req_id("0252.fork-no-reresolve"),
+                   "the source was resolved other than once at create")
         return run_id
 
     @rule(target=evals, source_id=runs, variant=st.sampled_from(["same", "drift"]),
@@ -399,15 +403,13 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     def _judge_eval(self, run: ModelRun, answers: list[Any]) -> None:
         session = self._session(run.tenant)
         events = session.events(run.id)
-        started = [e for e in events if e.get("type") == "eval.started"]
-        expect(len(started) == 1 and (started[0].get("payload") or {}).get("fixtureRuns")
-               == run.fixture_runs, S + "echo-verbatim",
-               f"eval.started.fixtureRuns is not {run.fixture_runs}")
+        echoed = judges.echo(req_id("0252.echo-verbatim"), events, run.fixture_runs or {})
+        expect(echoed.ok, echoed.requirement_id, echoed.message)
         scored = [e.get("payload") or {} for e in events if e.get("type") == "eval.scored"]
         misses = scored[0].get("fixtureMissCount") if len(scored) == 1 else None
-        expect(misses == run.expected_misses, S + "fail-closed-miss",
+        expect(misses == run.expected_misses, req_id("0252.fail-closed-miss"),
                f"fixtureMissCount {misses}, the model expects {run.expected_misses}")
-        expect(scored[0].get("passed") is run.expected_passed, S + "fail-closed-miss",
+        expect(scored[0].get("passed") is run.expected_passed, req_id("0252.fail-closed-miss"),
                f"passed is {scored[0].get('passed')}, the model expects {run.expected_passed}")
         if run.agent != CONTENT_FREE:
             returned = [e.get("payload") or {} for e in events
@@ -415,19 +417,18 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             got = [_norm(p.get("error"), True) if "error" in p else p.get("outcome")
                    for p in returned]
             want = [_norm(value, failed) for value, failed in answers]
-            expect(canonical(got) == canonical(want), R + "source-replayed",
+            expect(canonical(got) == canonical(want), req_id("0252.source-replayed"),
                    f"served answers {got} differ from the recorded ones {want}")
 
     def _refused_unusable(self, caller: str, r: Response, supplied: list[str], kind: str) -> None:
         expect(r.status == 400 and isinstance(r.json, dict)
-               and r.json.get("error") == "validation_error", R + "source-refused",
+               and r.json.get("error") == "validation_error", req_id("0252.source-refused"),
                f"an unusable source ({kind}) got {r.status} {r.json}, not 400 validation_error")
-        text = r.body.decode("utf-8", "replace") + canonical(r.headers)
-        for value in supplied:
-            leaked = [f for f in id_forms(value) if f in text]
-            expect(not leaked, S + "no-echo", f"the refusal ({kind}) echoes {leaked}")
-        self.refusals.setdefault((r.status, r.body), kind)
-        expect(len(self.refusals) == 1, S + "source-uniform-body",
+        unechoed = judges.no_echo(req_id("0252.no-echo"), r, supplied, f"the refusal ({kind})")
+        expect(unechoed.ok, unechoed.requirement_id, unechoed.message)
+        # Alike means the whole response: status, every header but Date, the body bytes.
+        self.refusals.setdefault(judges.whole(r), kind)
+        expect(len(self.refusals) == 1, req_id("0252.source-uniform-body"),
                f"unusable-source refusals differ: {sorted(set(self.refusals.values()))}")
         self._count("refusal:" + kind)
 
@@ -453,10 +454,10 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             "empty-map": eval_body("refsim-eval-two-tasks", {}),
         }
         r = self._checked(caller, self._session(caller).create(bodies[kind]))
-        requirement = {"live-shadow": S + "live-shadow-refused",
-                       "empty-map": S + "empty-map-refused",
-                       "suite-fixtures": S + "suite-fixtures-refused",
-                       }.get(kind, R + "fields-refused")
+        requirement = {"live-shadow": req_id("0252.live-shadow-refused"),
+                       "empty-map": req_id("0252.empty-map-refused"),
+                       "suite-fixtures": req_id("0252.suite-fixtures-refused"),
+                       }.get(kind, req_id("0252.fields-refused"))
         expect(r.status == 400 and isinstance(r.json, dict)
                and r.json.get("error") == "validation_error", requirement,
                f"{kind}: expected 400 validation_error, got {r.status} {r.json}")
@@ -470,7 +471,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         r = self._checked(run.tenant, self._session(run.tenant).erase(run_id))
         if r.status == 404 and self.sim is None:
             return
-        expect(r.status == 200, S + "copy-erased-with-source", f"erasing: {r.status} {r.json}")
+        expect(r.status == 200, req_id("0252.copy-erased-with-source"),
+               f"erasing: {r.status} {r.json}")
         run.erased = True
         for other in self.model.runs.values():
             if run_id in other.content_from:
@@ -485,16 +487,17 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         before = dict(self.sim.core.resolutions) if self.sim else {}
         r = self._checked(run.tenant, self._session(run.tenant).fork(eval_id, mode))
         if self.sim is not None:
-            expect(before == self.sim.core.resolutions, S + "fork-no-reresolve",
+            expect(before == self.sim.core.resolutions, req_id("0252.fork-no-reresolve"),
                    "a fork resolved the source run again")
         if gone:
             body = r.json if isinstance(r.json, dict) else {}
             expect(r.status >= 400 and is_registered(str(body.get("error")), r.status),
-                   S + "gone-copy-refused",
+                   req_id("0252.gone-copy-refused"),
                    f"a {mode} fork whose copy is gone answered {r.status} {body}")
             self._count("fork:gone")
             return multiple()
-        expect(r.status == 201, S + "fork-no-reresolve", f"a {mode} fork: {r.status} {r.json}")
+        expect(r.status == 201, req_id("0252.fork-no-reresolve"),
+               f"a {mode} fork: {r.status} {r.json}")
         fork_id = str(r.json["runId"])
         child = self._record(ModelRun(fork_id, run.tenant, "fork-" + mode, run.agent, True,
                                       fixture_runs=run.fixture_runs, derived=run.derived,
@@ -526,7 +529,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                 if got is None:
                     continue
                 want = self.model.world.counter_value(tenant, name)
-                expect(got == want, S + "fail-closed-miss",
+                expect(got == want, req_id("0252.fail-closed-miss"),
                        f"{tenant}'s live counter {name} reads {got}, the model expects {want}")
 
     @invariant()
@@ -536,12 +539,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         for run in self.model.runs.values():
             if run.erased:
                 count = self.sim.core.copies.count_for(_rid(self.sim, run.id))
-                expect(count == 0, S + "copy-erased-with-source",
+                expect(count == 0, req_id("0252.copy-erased-with-source"),
                        f"{count} derived copies of erased {run.id} remain")
 
     @invariant()
     def refusals_uniform(self) -> None:
-        expect(len(self.refusals) <= 1, S + "source-uniform-body",
+        expect(len(self.refusals) <= 1, req_id("0252.source-uniform-body"),
                "unusable-source refusals are not byte-identical")
 
 
