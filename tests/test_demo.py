@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,10 +14,7 @@ from refsim.cli import main
 from refsim.demo import LEGS, DemoRun, run_demo
 from refsim.demo.html import render_report
 from refsim.demo.report import FILES, point_latest
-from refsim.domain.core import Components, RequestRules
 from refsim.domain.profile import PROFILES
-from refsim.domain.refusals import UNUSABLE_SOURCE, Refusal
-from refsim.domain.suites import Suite
 from tests import pages
 
 TITLES = ("Two tenants", "records a source run", "The replay", "Drift fails closed",
@@ -282,16 +278,11 @@ def test_a_foreign_latest_file_is_kept_and_our_own_is_replaced(
     assert (tmp_path / "latest").is_symlink()
 
 
-class _FieldsAfterSource(RequestRules):
-    """A host that answers an unknown key with §C's uniform body, as if it had looked the
-    source up first."""
-
-    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
-        return UNUSABLE_SOURCE if super().keys(suite, fixture_runs) else None
 
 
 def test_the_fields_chapter_fails_a_host_that_looks_the_source_up_first() -> None:
-    result = run_demo(components=Components(rules=_FieldsAfterSource()))
+    faulty = mutant("looks-source-up-first")
+    result = run_demo(components=faulty.components())
     (fields,) = [c for c in result.chapters if c.slug == "fields"]
     failed = [f.message for f in fields.findings if not f.ok]
     assert any("so the source was looked up before the key" in m for m in failed)

@@ -14,16 +14,9 @@ from refsim.check.examples import Example, load_examples, run_example, run_examp
 from refsim.check.findings import Disposition, Row
 from refsim.check.registry import load_registry
 from refsim.check.runner import Target, run_parts
+from refsim.check.zoo import mutant
 from refsim.cli import main
-from refsim.domain.core import Components, Echo, HostCore, RequestRules, TaskPlan, TaskPlanner
-from refsim.domain.fixtures import FixtureEntry
-from refsim.domain.ids import parse_bound
-from refsim.domain.owners import Owner
 from refsim.domain.profile import profile_named
-from refsim.domain.recorded import Deriver, SourcePolicy
-from refsim.domain.refusals import Refusal, validation
-from refsim.domain.runs import RunRecord
-from refsim.domain.suites import Suite, Task
 
 EXAMPLES = load_examples()
 
@@ -194,26 +187,14 @@ def test_loader_refuses_an_invalid_inline_suite(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ sabotage
 
 
-class LeakyRules(RequestRules):
-    """Says why, and names the id: a different body per value, with the id in it."""
-
-    def unusable_source(self, value: Any, kind: str) -> Refusal:
-        return validation(f"unknown run {value}")
+def broken(name: str) -> Any:
+    """Hosts of the zoo's faulty host `name`, under the profile a row asks for."""
+    return lambda profile: mutant(name).host(profile=profile_named(profile or "reference"))
 
 
-class SilentEcho(Echo):
-    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
-        return None
-
-
-def broken(components: Components) -> Any:
-    return lambda profile: SimHost(seed=0, profile=profile_named(profile or "reference"),
-                                   components=components)
-
-
-def failures(example_id: str, components: Components) -> list[str]:
+def failures(example_id: str, name: str) -> list[str]:
     example = by_id(example_id)
-    row = run_example(example, broken(components)(example.profile))
+    row = run_example(example, broken(name)(example.profile))
     assert row.disposition is Disposition.EXECUTED_FAIL
     return [f.message for f in row.findings if not f.ok]
 
@@ -223,25 +204,25 @@ def failures(example_id: str, components: Components) -> list[str]:
                                         "refsim.example.0252.no-echo-mixed-map",
                                         "refsim.example.0252.tenant-isolation"])
 def test_rows_fail_on_a_host_whose_refusal_names_the_id(example_id: str) -> None:
-    found = failures(example_id, Components(rules=LeakyRules()))
+    found = failures(example_id, "echoes-id")
     assert any("echoes the supplied id" in m for m in found)
 
 
 def test_identical_fails_on_a_host_whose_refusal_names_the_id() -> None:
-    found = failures("rfc-0252.example-3", Components(rules=LeakyRules()))
+    found = failures("rfc-0252.example-3", "echoes-id")
     assert any("are not identical" in m for m in found)
 
 
 @pytest.mark.parametrize("example_id", ["refsim.example.0252.echo-verbatim",
                                         "rfc-0252.example-1"])
 def test_echo_rows_fail_on_a_host_that_does_not_echo(example_id: str) -> None:
-    found = failures(example_id, Components(echo=SilentEcho()))
+    found = failures(example_id, "omits-echo")
     assert any("carries no fixtureRuns" in m for m in found)
 
 
 def test_the_sabotage_is_narrow() -> None:
     """The broken echo breaks the echo rows and leaves the refusal rows alone."""
-    rows = run_examples(broken(Components(echo=SilentEcho())), "0252.source-uniform")
+    rows = run_examples(broken("omits-echo"), "0252.source-uniform")
     assert rows and all(r.passed for r in rows)
 
 
@@ -308,19 +289,8 @@ def test_examples_cli_reports_the_profile_it_ran(capsys: pytest.CaptureFixture[s
 # ------------------------------------------------------------------------------ more sabotage
 
 
-class FirstInvocationDeriver(Deriver):
-    """Derives only the calls of the source's first invocation of the agent (not UQ1)."""
-
-    def derive(self, core: HostCore, source: RunRecord, agent_id: str
-               ) -> tuple[FixtureEntry, ...]:
-        calls = sorted((c for c in source.held_calls if c.agent_id == agent_id),
-                       key=lambda c: c.sequence)
-        first = calls[0].invocation_id if calls else None
-        return tuple(self.entry(c) for c in calls if c.invocation_id == first)
-
-
 def test_uq1_row_fails_on_a_host_deriving_only_the_first_invocation() -> None:
-    components = Components(deriver=FirstInvocationDeriver())
+    components = "first-invocation-only"
     found = failures("refsim.example.0252.every-invocation-derived", components)
     assert any("two-tasks-source: eval.scored[both-tasks].fixtureMissCount is 1, expected 0"
                in m for m in found), found
@@ -331,25 +301,8 @@ def test_uq1_row_fails_on_a_host_deriving_only_the_first_invocation() -> None:
                        broken(components)(None)).passed
 
 
-class EveryTaskPlanner(TaskPlanner):
-    """Serves the named task's derived entries, fail-closed, to every task of the run."""
-
-    def plan(self, core: HostCore, task: Task, modes: tuple[str, ...],
-             derived: tuple[FixtureEntry, ...] | None) -> TaskPlan:
-        if derived is None and "live-shadow" not in modes:
-            run = list(core.runs.values())[-1]  # the eval run being executed
-            named = (run.eval.fixture_runs or {}) if run.eval is not None else {}
-            for task_id, value in named.items():
-                source = parse_bound(value)
-                entries = None if source is None else core.copies.get(source, run.run_id,
-                                                                       task_id)
-                if entries is not None:
-                    return TaskPlan(entries, "fail")
-        return super().plan(core, task, modes, derived)
-
-
 def test_unnamed_task_row_fails_on_a_host_applying_fixtures_to_every_task() -> None:
-    components = Components(planner=EveryTaskPlanner())
+    components = "every-task-served"
     found = failures("refsim.example.0252.unnamed-task-unaffected", components)
     assert any("alpha-named: eval.scored[beta].fixtureMissCount is 1, expected 0" in m
                for m in found), found
@@ -361,68 +314,20 @@ def test_unnamed_task_row_fails_on_a_host_applying_fixtures_to_every_task() -> N
                        broken(components)(None)).passed
 
 
-class FirstKeyOnlyKeys(RequestRules):
-    """Checks only the first key of fixtureRuns against the suite's tasks."""
-
-    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
-        first = next(iter(fixture_runs))
-        return super().keys(suite, {first: fixture_runs[first]})
-
-
-class FirstKeyOnlyConflicts(RequestRules):
-    """Checks only the first named task for suite fixtures."""
-
-    def conflicts(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
-        first = next(iter(fixture_runs))
-        return super().conflicts(suite, {first: fixture_runs[first]})
-
-
-class FirstSourceOnly(SourcePolicy):
-    """Assesses the first source of a request; every later one borrows its usable run."""
-
-    def __init__(self) -> None:
-        self.first: RunRecord | None = None
-
-    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
-               ) -> RunRecord | str:
-        if self.first is not None:
-            return self.first
-        verdict = super().assess(core, caller, value, agent_id)
-        if not isinstance(verdict, str):
-            self.first = verdict
-        return verdict
-
-
-class NewRequestRules(RequestRules):
-    """The request rules as shipped; each request starts `FirstSourceOnly` afresh."""
-
-    def __init__(self, sources: FirstSourceOnly) -> None:
-        self.sources = sources
-
-    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
-        self.sources.first = None
-        return super().fixture_runs_gate(core, body)
-
-
-def first_source_only() -> Components:
-    sources = FirstSourceOnly()
-    return Components(rules=NewRequestRules(sources), sources=sources)
-
-
 @pytest.mark.parametrize(("example_id", "components", "label", "only_first_seen"), [
-    ("refsim.example.0252.unknown-key-second", lambda: Components(rules=FirstKeyOnlyKeys()),
+    ("refsim.example.0252.unknown-key-second", "first-key-only",
      "unknown-key-second", ["rfc-0252.example-4", "refsim.example.0252.refused-before-start"]),
     ("refsim.example.0252.suite-fixtures-second",
-     lambda: Components(rules=FirstKeyOnlyConflicts()), "canned-second",
+     "first-conflict-only", "canned-second",
      ["rfc-0252.example-5", "refsim.example.0252.suite-fixtures"]),
-    ("refsim.example.0252.unusable-source-second", first_source_only, "unknown-second",
+    ("refsim.example.0252.unusable-source-second", "first-source-only", "unknown-second",
      ["rfc-0252.example-3", "refsim.example.0252.every-unusable-kind-alike"]),
 ])
 def test_second_key_rows_fail_on_a_host_that_looks_only_at_the_first_key(
-        example_id: str, components: Any, label: str, only_first_seen: list[str]) -> None:
-    found = failures(example_id, components())
+        example_id: str, components: str, label: str, only_first_seen: list[str]) -> None:
+    found = failures(example_id, components)
     assert any(m.startswith(f"{label}: ") and "201" in m for m in found), found
     # The rows that had the offending key alone (or first) pass on the same broken host.
     for other in only_first_seen:
-        row: Row = run_example(by_id(other), broken(components())(by_id(other).profile))
+        row: Row = run_example(by_id(other), broken(components)(by_id(other).profile))
         assert row.passed, (other, row.detail)
