@@ -909,3 +909,27 @@ def test_0251_unusable_baseline_one_body_distinct_from_fixture_runs(host: SimHos
         bodies.append((r.status, r.headers, r.body))
     assert len(set((s, tuple(sorted(h.items())), b) for s, h, b in bodies)) == 1
     assert bodies[0][2] != unknown_refusal(host).body
+
+
+def test_erasing_only_an_eval_run_erases_the_copies_it_was_served() -> None:
+    """assumptions.yaml (gone-copy-code, erasure-scope) and the code agree: the eval run's
+    forks are refused 404 replay_source_missing; another eval run of the same source keeps
+    its copy and forks; the source itself stays usable."""
+    import yaml
+
+    from refsim import paths
+    rows = {r["id"]: r for r in yaml.safe_load(
+        (paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))["assumptions"]}
+    assert "forks are refused 404 replay_source_missing" in " ".join(
+        rows["erasure-scope"]["reading"].split())
+    from refsim.check import observe as o
+    host = SimHost(seed=0)
+    a = o.Session(host, KEY_A)
+    source = str(a.create(o.eval_body(o.SOURCE)).json["runId"])
+    first = str(a.create(o.eval_body(o.REPLAY, {"record": source})).json["runId"])
+    second = str(a.create(o.eval_body(o.REPLAY, {"record": source})).json["runId"])
+    assert a.erase(first).status == 200
+    gone = a.fork(first, "branch")
+    assert (gone.status, gone.json["error"]) == (404, "replay_source_missing")
+    assert a.fork(second, "branch").status == 201
+    assert a.create(o.eval_body(o.REPLAY, {"record": source})).status == 201
