@@ -228,8 +228,9 @@ class Session:
             if page:
                 seq = page[-1].get("sequence", after)
                 after = seq if isinstance(seq, int) and seq > after else after + len(page)
-            # A terminal run may still have pages to read: stop at the first empty one.
-            if r.json.get("isTerminal") and not page:
+            # Stop at the first empty page: a terminal run has no more, and a run still
+            # waiting (the host long-polled for `timeout`) has nothing coming soon.
+            if not page:
                 return events
         return events
 
