@@ -262,13 +262,13 @@ def test_a_client_that_hangs_up_ends_its_live_stream(served: Any) -> None:
     run_id = create(client, {"workflowId": "conformance-wait-input"})
     conn, response = _open_stream(server, run_id)
     _read_frames_until(response, "run.started")
-    assert server.open_connections >= 1
+    assert server.open_streams == 1 and server.open_connections >= 1
     conn.close()
     response.close()
     deadline = time.monotonic() + 5
-    while server.open_connections and time.monotonic() < deadline:
+    while server.open_streams and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert server.open_connections == 0  # well before the 30 s bound
+    assert server.open_streams == 0  # well before the 30 s bound
 
 
 def test_client_without_event_stream_accept_gets_the_events_so_far(served: Any) -> None:

@@ -30,12 +30,14 @@ from refsim.domain.refusals import Refusal, not_found, state_conflict, validatio
 from refsim.domain.runs import SCHEMA_VERSION, RunRecord
 from refsim.domain.suites import Suite
 from refsim.wire.errors import checked
+from refsim.wire.limits import (
+    MAX_BODY_BYTES,
+    MAX_JSON_DEPTH,
+)
 from refsim.wire.response import Response
 
 PROTOCOL_VERSION = "2.0"
-MAX_BODY_BYTES = 1_048_576  # documented limit: larger bodies get 413 payload_too_large
 MAX_IDEMPOTENCY_KEY = 255
-MAX_JSON_DEPTH = 64
 CREATED_STATUSES = frozenset({"pending", "running", "waiting-approval", "waiting-input",
                               "waiting-external"})
 _VERSION_RE = re.compile(r"([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.ASCII)
