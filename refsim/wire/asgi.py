@@ -40,6 +40,7 @@ LONG_POLL_TICK_SECONDS = 0.05
 # connection just closes.
 DRAIN_MAX_BYTES = 16 * MAX_BODY_BYTES
 DRAIN_SECONDS = 2.0
+INLINE_BODY_BYTES = 65_536  # larger bodies are handled on a worker thread
 _FRAMING = frozenset({"content-length", "connection", "transfer-encoding", "keep-alive",
                       "server", "date"})
 _NO_BODY_STATUS = frozenset({204, 304})
@@ -260,7 +261,12 @@ class WireApp:
                 return
         # HEAD is GET without the body (RFC 9110 §9.3.2); the server leaves the body out.
         method = "GET" if head else scope["method"]
-        response = self.call(method, target, headers, body)
+        if body is not None and len(body) > INLINE_BODY_BYTES:
+            # Parsing a large body takes a while and needs no lock: on a worker thread,
+            # the event loop keeps serving other connections meanwhile.
+            response = await asyncio.to_thread(self.call, method, target, headers, body)
+        else:
+            response = self.call(method, target, headers, body)
         close = (body is not None and len(body) > MAX_BODY_BYTES) or response.status >= 500
         if method == "GET" and response.status == 200:
             content_type = response.header("content-type") or ""
