@@ -21,7 +21,12 @@ import attrs
 
 from refsim import __version__
 from refsim.domain.refusals import Refusal, validation
-from refsim.wire.limits import BODY_TIMEOUT_SECONDS, LONG_POLL_MAX_SECONDS, MAX_BODY_BYTES
+from refsim.wire.limits import (
+    BODY_TIMEOUT_SECONDS,
+    LONG_POLL_MAX_SECONDS,
+    MAX_BODY_BYTES,
+    MAX_HEADER_BYTES,
+)
 from refsim.wire.response import Response
 from refsim.wire.router import PROTOCOL_VERSION, refusal_response
 
@@ -45,9 +50,10 @@ _FRAMING = frozenset({"content-length", "connection", "transfer-encoding", "keep
                       "server", "date"})
 _NO_BODY_STATUS = frozenset({204, 304})
 # An absolute-form target's authority: a reg-name or IPv4 address, or an IPv6 literal in
-# brackets, with an optional port (RFC 3986 §3.2); anything else in it is malformed.
+# brackets, with an optional port (RFC 3986 §3.2); an http(s) host is never empty (RFC
+# 9110 §4.2.1); anything else in it is malformed.
 _AUTHORITY_RE = re.compile(
-    r"(?:[^\[\]/?#@]*@)?(?:\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[^\[\]/?#]+\]|[^\[\]/?#:@]*)"
+    r"(?:[^\[\]/?#@]*@)?(?:\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[^\[\]/?#]+\]|[^\[\]/?#:@]+)"
     r"(?::[0-9]*)?", re.ASCII)
 _FIELD_VALUE_RE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 _FIELD_NAME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", re.ASCII)
@@ -225,10 +231,18 @@ class WireApp:
             await self._refuse(send, validation("this host speaks HTTP/1.0 and HTTP/1.1 only"),
                                head=head)
             return
-        items = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-        headers = header_dict(items)
         raw_target = (scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
         query = scope.get("query_string") or b""
+        # h11 bounds a header block only while it is incomplete: one that arrives whole in
+        # a single read can be larger, so the bound is checked here too.
+        size = len(raw_target) + len(query) + sum(len(k) + len(v) + 4
+                                                  for k, v in scope["headers"])
+        if size > MAX_HEADER_BYTES:
+            await self._refuse(send, validation(
+                f"the request line and headers exceed {MAX_HEADER_BYTES} bytes"), head=head)
+            return
+        items = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        headers = header_dict(items)
         target = origin_form(raw_target + ("?" + query.decode("latin-1") if query else ""))
         if target is None:
             await self._refuse(send, validation("the request target is not a valid URI"),

@@ -110,10 +110,11 @@ class HttpClient:
         url = self._base + target
         client = self._client()
         try:
-            request = client.build_request(method, url, content=data, headers=all_headers)
-            # httpx normalises `.` and `..` segments; the host must see the path as asked.
-            raw_path = (urlsplit(self._base).path.rstrip("/") + target).encode("ascii")
-            request.url = request.url.copy_with(raw_path=raw_path)
+            # httpx normalises `.` and `..` segments; the host must see the path as asked,
+            # so the request target goes to httpcore as is.
+            raw_target = (urlsplit(self._base).path.rstrip("/") + target).encode("ascii")
+            request = client.build_request(method, url, content=data, headers=all_headers,
+                                           extensions={"target": raw_target})
             answer = client.send(request)
         except (httpx.TransportError, httpx.InvalidURL, httpx.UnsupportedProtocol,
                 OSError) as exc:
