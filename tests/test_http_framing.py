@@ -131,7 +131,7 @@ def test_the_framing_controls_are_answered_normally(served: WireServer) -> None:
                                     "http://@/", "http:///", "https://"])
 def test_malformed_absolute_targets_are_400_not_5xx(served: WireServer, target: str) -> None:
     received, _ = exchange(served, f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    (status, headers, body), = responses(received)
+    (status, _, body), = responses(received)
     assert status == 400, (target, body)
     assert json.loads(body)["error"] == "validation_error"
 

@@ -16,8 +16,8 @@ from refsim import SimHost, schemas
 from refsim.wire.client import NO_BODY
 from refsim.wire.errors import is_registered
 from refsim.wire.http import HttpClient, RefsimHTTPServer, background
+from refsim.wire.limits import MAX_BODY_BYTES
 from refsim.wire.response import Response
-from refsim.wire.router import MAX_BODY_BYTES
 
 KEY_A = "hk_test_acme"
 

@@ -33,10 +33,12 @@ from refsim.domain.runs import SCHEMA_VERSION, RunRecord
 from refsim.domain.suites import Suite
 from refsim.wire import limits
 from refsim.wire.errors import checked
-from refsim.wire.limits import LONG_POLL_MAX_SECONDS, MAX_BODY_BYTES, MAX_JSON_DEPTH
+from refsim.wire.limits import LONG_POLL_MAX_SECONDS
 from refsim.wire.response import Response
 
 PROTOCOL_VERSION = "2.0"
+MAX_BODY_BYTES = limits.MAX_BODY_BYTES  # kept here for older imports; see limits
+MAX_JSON_DEPTH = limits.MAX_JSON_DEPTH
 MAX_IDEMPOTENCY_KEY = 255
 MAX_SCHEMA_ISSUES = 100  # schema failures looked for before refusing (20 are reported)
 CREATED_STATUSES = frozenset({"pending", "running", "waiting-approval", "waiting-input",
