@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from refsim import SimHost, paths, schemas
+from refsim import SimHost, paths
 from refsim.domain.ids import project
 from refsim.wire import limits
 
