@@ -24,6 +24,7 @@ RECORDER = "conformance.eval:recorder"
 SOURCE = {"mode": "eval", "evalSuiteRef": "conformance-eval-recorded-source",
           "agentId": RECORDER}
 LATENCY_REQUESTS = 300
+ROUNDS = 3
 TARGET_DISCOVERY_SHARE = 0.5
 TARGET_REPLAYS = 500.0
 TARGET_KEEPALIVE_RATIO = 2.0
@@ -170,6 +171,20 @@ def _throughput(address: tuple[str, int], request: bytes, expect: int, clients: 
     return sum(counts) / elapsed, sum(errors)
 
 
+def _paired(host: tuple[str, int], request: bytes, expect: int, floor: tuple[str, int],
+            floor_request: bytes, clients: int, seconds: float) -> tuple[float, float, int]:
+    """Host and floor req/s, measured in alternating rounds; the best round of each, so a
+    burst of load from elsewhere on the machine does not decide the comparison."""
+    best_host = best_floor = 0.0
+    errors = 0
+    for _ in range(ROUNDS):
+        rps, bad = _throughput(host, request, expect, clients, seconds / ROUNDS)
+        best_host, errors = max(best_host, rps), errors + bad
+        rps, bad = _throughput(floor, floor_request, expect, clients, seconds / ROUNDS)
+        best_floor, errors = max(best_floor, rps), errors + bad
+    return best_host, best_floor, errors
+
+
 def _latencies(address: tuple[str, int], path: str, *, reuse: bool, n: int) -> list[float]:
     out: list[float] = []
     conn = _Conn(address) if reuse else None
@@ -247,7 +262,7 @@ def _largest_host_ms() -> tuple[str, float]:
 def run(*, clients: int = 8, seconds: float = 5.0, json_path: str | None = None,
         out: TextIO) -> int:
     """Measure and print; write the figures to `json_path` as JSON when given. Exit 0."""
-    phase = max(0.5, seconds / 4)
+    phase = max(0.6, seconds / 2.5)
     figures: dict[str, Any] = {"clients": clients, "secondsPerPhase": phase}
     print(f"refsim bench http: {clients} keep-alive clients, {phase:g} s per phase, "
           f"uvicorn (h11) in child processes", file=out, flush=True)
@@ -255,10 +270,10 @@ def run(*, clients: int = 8, seconds: float = 5.0, json_path: str | None = None,
         source = _source_run(host)
         replay = {"mode": "eval", "evalSuiteRef": "conformance-eval-recorded-replay",
                   "agentId": RECORDER, "fixtureRuns": {"record": source}}
-        d_host, e1 = _throughput(host, _get("/.well-known/openwop"), 200, clients, phase)
-        d_floor, e2 = _throughput(floor, _get("/"), 200, clients, phase)
-        r_host, e3 = _throughput(host, _post("/runs", replay), 201, clients, phase)
-        r_floor, e4 = _throughput(floor, _post("/runs", replay), 201, clients, phase)
+        d_host, d_floor, e1 = _paired(host, _get("/.well-known/openwop"), 200,
+                                      floor, _get("/"), clients, phase)
+        r_host, r_floor, e3 = _paired(host, _post("/runs", replay), 201,
+                                      floor, _post("/runs", replay), clients, phase)
         lat = {}
         for name, address, path in (("host", host, "/.well-known/openwop"),
                                     ("floor", floor, "/")):
@@ -289,7 +304,7 @@ def run(*, clients: int = 8, seconds: float = 5.0, json_path: str | None = None,
     for name, mine, floor_text, target, met in rows:
         mark = "" if met is None else ("  met" if met else "  NOT met")
         print(f"  {name:20s} {mine:26s} {floor_text:26s} {target}{mark}", file=out)
-    errors = e1 + e2 + e3 + e4
+    errors = e1 + e3
     print(f"  non-success answers or dropped connections: {errors}", file=out, flush=True)
     figures.update({
         "discovery": {"rps": d_host, "floorRps": d_floor, "shareOfFloor": share},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json as _json
 import re
 import threading
@@ -55,8 +56,12 @@ _NO_BODY_STATUS = frozenset({204, 304})
 _AUTHORITY_RE = re.compile(
     r"(?:[^\[\]/?#@]*@)?(?:\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[^\[\]/?#]+\]|[^\[\]/?#:@]+)"
     r"(?::[0-9]*)?", re.ASCII)
-_FIELD_VALUE_RE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 _FIELD_NAME_RE = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", re.ASCII)
+
+
+@functools.lru_cache(maxsize=256)
+def _header_name_ok(name: str) -> bool:
+    return _FIELD_NAME_RE.fullmatch(name) is not None
 
 
 class RawHandler(Protocol):
@@ -339,10 +344,11 @@ class WireApp:
         out: list[tuple[bytes, bytes]] = []
         names = set()
         for name, value in response.headers.items():
-            if name.lower() in _FRAMING or not _FIELD_NAME_RE.fullmatch(name) or \
-                    not _FIELD_VALUE_RE.fullmatch(value) or not value.isascii():
-                continue
-            names.add(name.lower())
+            lower = name.lower()
+            if lower in _FRAMING or not _header_name_ok(name) or \
+                    not (value.isascii() and value.isprintable()):
+                continue  # h11 would refuse it, and the answer would be lost
+            names.add(lower)
             out.append((name.encode("latin-1"), value.encode("latin-1")))
         if "openwop-version" not in names:
             out.append((b"OpenWOP-Version", PROTOCOL_VERSION.encode()))

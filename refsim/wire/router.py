@@ -5,7 +5,6 @@ Every input, however malformed, leaves as a response with a registered code.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import threading
@@ -218,7 +217,7 @@ class Router:
     _idempotency: dict[tuple[str, str], tuple[str, Response]] = attrs.Factory(dict)
     last_hold_seconds: float = 0.0  # how long the last request held the lock
     max_hold_seconds: float = 0.0  # the longest any request held it
-    _discovery_memo: tuple[Any, dict[str, Any], str] | None = None
+    _discovery_memo: tuple[Any, dict[str, Any], str, str] | None = None
 
     # -- entry point
 
@@ -440,12 +439,13 @@ class Router:
         key = (id(self.core.profile), tuple(self.core.suites.fixture_ids))
         if self._discovery_memo is None or self._discovery_memo[0] != key:
             doc = self.discovery_document()
-            self._discovery_memo = (key, doc, '"' + sha256_hex(doc)[:32] + '"')
-        _, doc, etag = self._discovery_memo
-        doc = copy.deepcopy(doc)
+            text = Response(200, {}, doc).body.decode("utf-8")
+            self._discovery_memo = (key, doc, '"' + sha256_hex(doc)[:32] + '"', text)
+        _, doc, etag, text = self._discovery_memo  # shared: SimHost hands callers a copy
         if _etag_matches(request.headers.get("if-none-match"), etag):
             return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
-        return _json_response(200, doc, {"ETag": etag})
+        response = _json_response(200, doc, {"ETag": etag})
+        return attrs.evolve(response, text=text)  # the body, encoded once
 
     def discovery_document(self) -> dict[str, Any]:
         profile = self.core.profile
