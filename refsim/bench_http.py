@@ -230,9 +230,11 @@ def _largest_host_ms() -> tuple[str, float]:
     from refsim.wire import limits
 
     host = SimHost(seed=0)
-    shapes = {"calls": (5, limits.MAX_TASK_STEPS - 1, 1),
-              "tasks": (limits.MAX_SUITE_TASKS, 20, 1),
-              "trials": (10, 5, limits.MAX_TRIALS)}
+    calls, task_trials = limits.MAX_RUN_CALLS, limits.MAX_RUN_TASK_TRIALS
+    shapes = {"calls": (3, calls // 3, 1),
+              "tasks": (limits.MAX_SUITE_TASKS, calls // limits.MAX_SUITE_TASKS, 1),
+              "trials": (task_trials // limits.MAX_TRIALS, calls // task_trials,
+                         limits.MAX_TRIALS)}
     worst = ("", 0.0)
     for name, (tasks, calls, trials) in shapes.items():
         script: list[Any] = [{"call": "conformance.eval:counter",
