@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from refsim import SimHost, schemas
 from refsim.domain.ids import project
@@ -397,3 +399,38 @@ def test_shutdown_ends_a_long_poll() -> None:
     waiter.join(timeout=20)
     assert not waiter.is_alive()
     assert result and result[0].status == 200 and result[0].json["events"] == []
+
+
+# -- a small campaign: request lines, targets and header lines from hostile pieces
+
+
+PIECES = st.sampled_from([
+    b"GET", b"POST", b"HEAD", b"PUT", b"G\x00T", b"", b" ", b"\t", b"\r", b"\n", b"\r\n",
+    b":", b" :", b"Host", b"Host: x", b"Content-Length", b"Content-Length: 5",
+    b"Content-Length: -1", b"Content-Length: 99999999999999999999", b"Transfer-Encoding: x",
+    b"HTTP/1.1", b"HTTP/1.0", b"HTTP/1.2", b"HTTP/0.9", b"http://[", b"https://a]/", b"/",
+    b"/runs", b"/.well-known/openwop", b"?", b"#", b"%", b"~2F", b"\xff", b"\x7f", b"{",
+    b"Authorization: Bearer hk_test_acme", b"Expect: 100-continue", b"Connection: close",
+    b"Last-Event-ID: \x01", b"Accept: text/event-stream", b"x" * 300])
+CAMPAIGN_WORLD: dict[str, WireServer] = {}
+
+
+@pytest.fixture(scope="module")
+def _campaign_server() -> Iterator[None]:
+    with background(SimHost(seed=0), header_timeout=2.0, sse_max_seconds=1.0) as server:
+        CAMPAIGN_WORLD["server"] = server
+        yield
+        assert server.handler_errors == []
+        assert HttpClient(server.url).request("GET", "/.well-known/openwop").status == 200
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(PIECES, min_size=1, max_size=14))
+@pytest.mark.usefixtures("_campaign_server")
+def test_hostile_bytes_never_get_a_5xx(pieces: list[bytes]) -> None:
+    server = CAMPAIGN_WORLD["server"]
+    data = b"".join(pieces) + b"\r\n\r\n"
+    received, _ = exchange(server, data, timeout=3)
+    for line in received.split(b"\r\n"):
+        if line.startswith(b"HTTP/1.1 "):
+            assert not line[9:10] == b"5", (data, received[:300])
