@@ -115,7 +115,14 @@ class HttpClient:
             raw_target = (urlsplit(self._base).path.rstrip("/") + target).encode("ascii")
             request = client.build_request(method, url, content=data, headers=all_headers,
                                            extensions={"target": raw_target})
-            answer = client.send(request)
+            try:
+                answer = client.send(request)
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                # A pooled connection the host closed as idle just as it was reused: a
+                # GET or HEAD is asked once more, on a new connection.
+                if method.upper() not in ("GET", "HEAD"):
+                    raise
+                answer = client.send(request)
         except (httpx.TransportError, httpx.InvalidURL, httpx.UnsupportedProtocol,
                 OSError) as exc:
             raise _unreachable(url, exc) from exc
