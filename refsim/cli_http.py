@@ -12,11 +12,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import attrs
 
 from refsim.domain.ids import TENANT_RE
 from refsim.domain.profile import PROFILES, profile_named
+from refsim.wire.limits import HEADER_TIMEOUT_SECONDS
+
+if TYPE_CHECKING:
+    from refsim.host import SimHost
 
 DEFAULT_PORT = 8252
 EXIT_USAGE = 2
@@ -63,6 +68,21 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _mutant_names() -> list[str]:
+    from refsim.check.zoo import ZOO
+
+    return [m.name for m in ZOO]
+
+
+def tenant_lines(host: SimHost) -> list[str]:
+    """What `serve` prints under its banner: each tenant and how to authenticate as it."""
+    lines = []
+    for tenant in host.core.tenants.values():
+        where = f" (workspace {tenant.workspace})" if tenant.workspace else ""
+        lines.append(f"  tenant {tenant.name}{where}: Authorization: Bearer {tenant.api_key}")
+    return lines
+
+
 def _serve(args: argparse.Namespace) -> int:
     from refsim.host import SimHost
     from refsim.wire.http import serve_forever
@@ -72,7 +92,22 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"refsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    host = SimHost(seed=args.seed, profile=profile_named(args.profile))
+    warning: list[str] = []
+    if args.mutant is not None:
+        from refsim.check.zoo import mutant
+
+        names = _mutant_names()
+        if args.mutant not in names:
+            print(f"refsim: --mutant {args.mutant!r} is not in the zoo; one of: "
+                  f"{', '.join(names)}", file=sys.stderr)
+            return EXIT_USAGE
+        known_bad = mutant(args.mutant)
+        # The whole faulty host: its swapped component, and its edge or discovery claim.
+        host = known_bad.host(seed=args.seed, profile=profile_named(args.profile))
+        warning = [f"  WARNING: a known-bad host (mutant {known_bad.name}): it breaks "
+                   f"{known_bad.breaks}"]
+    else:
+        host = SimHost(seed=args.seed, profile=profile_named(args.profile))
     for tenant in tenants:
         try:
             host.add_tenant(tenant.name, tenant.api_key)
@@ -81,11 +116,25 @@ def _serve(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     with _sigterm_as_interrupt():
         try:
-            return serve_forever(host, args.host, args.port)
+            name = host.name + (f" (mutant {args.mutant})" if args.mutant else "")
+            return serve_forever(host, args.host, args.port, name=name,
+                                 lines=[*warning, *tenant_lines(host)],
+                                 header_timeout=args.header_timeout)
         except OSError as exc:  # the address is taken, or not ours to bind
             print(f"refsim: cannot listen on {args.host}:{args.port}: "
                   f"{exc.strerror or exc}", file=sys.stderr)
             return EXIT_FAILED
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= HEADER_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"seconds, more than 0 and at most {HEADER_TIMEOUT_SECONDS:g}, got {text!r}")
+    return value
 
 
 def _port(text: str) -> int:
@@ -109,6 +158,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the seed for ids and the logical clock (default: 0)")
     p.add_argument("--profile", default="reference", choices=sorted(PROFILES),
                    help="the host's profile (default: reference)")
+    p.add_argument("--mutant", metavar="NAME", default=None,
+                   help="serve a known-bad host from the zoo instead (refsim mutants lists "
+                        "them); the banner says what it breaks")
+    p.add_argument("--header-timeout", type=_seconds, default=HEADER_TIMEOUT_SECONDS,
+                   metavar="SECONDS",
+                   help="close a connection whose request header is not complete within "
+                        f"this (default: {HEADER_TIMEOUT_SECONDS:g})")
     p.set_defaults(func=_serve)
 
 

@@ -7,14 +7,15 @@ messages quote the instance, and a refusal must never echo what the caller sent.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from jsonschema import Draft202012Validator, validators
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from refsim import paths
@@ -40,15 +41,49 @@ def registry(directory: Path = paths.SCHEMAS) -> Registry[Any]:
     resources = []
     for file in sorted(directory.glob("*.json")):
         doc = json.loads(file.read_text(encoding="utf-8"))
-        resources.append((doc.get("$id", BASE + file.name),
-                          Resource.from_contents(doc, default_specification=DRAFT202012)))
+        # Every file is draft 2020-12. Without `$schema` in the registered contents,
+        # jsonschema keeps refsim's validator class across `$ref` instead of picking
+        # the stock one by that URI (see `_bounded_unique_items`).
+        doc.pop("$schema", None)
+        resources.append((doc.get("$id", BASE + file.name), DRAFT202012.create_resource(doc)))
     return Registry().with_resources(resources)
+
+
+def _too_long(instance: Any, schema: Any) -> bool:
+    if isinstance(instance, list) and isinstance(schema, dict):
+        bound = schema.get("maxItems")
+        return isinstance(bound, int) and len(instance) > bound
+    if isinstance(instance, dict) and isinstance(schema, dict):
+        bound = schema.get("maxProperties")
+        return isinstance(bound, int) and len(instance) > bound
+    return False
+
+
+def _bounded(keyword: str) -> Any:
+    """`keyword`, skipped when `maxItems`/`maxProperties` already fails: an array or object
+    past its bound is refused anyway, so its members are not looked at (comparing every
+    pair for `uniqueItems` is quadratic), and it costs no more than its length."""
+    stock = Draft202012Validator.VALIDATORS[keyword]
+
+    def bounded(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if _too_long(instance, schema):
+            return
+        yield from stock(validator, value, instance, schema)
+
+    return bounded
+
+
+_BOUNDED = ("uniqueItems", "items", "prefixItems", "contains", "additionalProperties",
+            "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+_Validator = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {keyword: _bounded(keyword) for keyword in _BOUNDED})
 
 
 @functools.cache
 def validator(ref: str) -> Draft202012Validator:
     """A validator for `ref`: a file name, optionally with a `#/...` fragment."""
-    return Draft202012Validator({"$ref": BASE + ref}, registry=registry())
+    made: Draft202012Validator = _Validator({"$ref": BASE + ref}, registry=registry())
+    return made
 
 
 def _leaves(errors: Any) -> Iterator[Any]:
@@ -59,10 +94,13 @@ def _leaves(errors: Any) -> Iterator[Any]:
             yield error
 
 
-def issues(ref: str, instance: Any) -> list[SchemaIssue]:
-    """Every schema failure of `instance` against `ref`, sorted, as pointer + keyword."""
+def issues(ref: str, instance: Any, max_issues: int | None = None) -> list[SchemaIssue]:
+    """Every schema failure of `instance` against `ref` (the first `max_issues` found,
+    when given, so a body with many faults costs no more than a few), sorted, as pointer +
+    keyword."""
     found = {SchemaIssue(_pointer(e.absolute_path), str(e.validator))
-             for e in _leaves(validator(ref).iter_errors(instance))}
+             for e in itertools.islice(_leaves(validator(ref).iter_errors(instance)),
+                                       max_issues)}
     return sorted(found, key=lambda i: (i.pointer, i.keyword))
 
 

@@ -262,13 +262,13 @@ def test_a_client_that_hangs_up_ends_its_live_stream(served: Any) -> None:
     run_id = create(client, {"workflowId": "conformance-wait-input"})
     conn, response = _open_stream(server, run_id)
     _read_frames_until(response, "run.started")
-    assert server.open_connections >= 1
+    assert server.open_streams == 1 and server.open_connections >= 1
     conn.close()
     response.close()
     deadline = time.monotonic() + 5
-    while server.open_connections and time.monotonic() < deadline:
+    while server.open_streams and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert server.open_connections == 0  # well before the 30 s bound
+    assert server.open_streams == 0  # well before the 30 s bound
 
 
 def test_client_without_event_stream_accept_gets_the_events_so_far(served: Any) -> None:
@@ -446,3 +446,52 @@ def test_serve_command_runs_until_interrupted() -> None:
     assert proc.returncode == 0, err
     assert err == ""
     assert out.strip().splitlines()[-1] == "refsim: stopped serving"
+
+
+def test_serve_refuses_a_mutant_not_in_the_zoo(capsys: pytest.CaptureFixture[str]) -> None:
+    from refsim.check.zoo import ZOO
+
+    assert serve_main(["serve", "--port", "0", "--mutant", "no-such-mutant"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-mutant" in err and ZOO[0].name in err  # the choices, read at run time
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGTERM")
+def test_serve_a_mutant_says_it_is_known_bad_and_serves_it() -> None:
+    from refsim.check.zoo import mutant
+
+    known_bad = mutant("echoes-id")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "refsim.cli_http", "serve", "--port", "0",
+         "--mutant", known_bad.name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        assert f"(mutant {known_bad.name})" in banner
+        url = banner.split(" at ")[1].strip()
+        warning = proc.stdout.readline()
+        assert "known-bad host" in warning and known_bad.breaks in warning
+        client = HttpClient(url)
+        ghost = "acme/run-nosuchnosuchnosuch0"
+        r = client.request("POST", "/runs", api_key=KEY_A,
+                           json=eval_body(REPLAY, {"record": ghost}))
+        assert r.status == 400
+        assert ghost in (r.text or "")  # the mutant echoes the id, as its banner warned
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.strip().splitlines()[-1] == "refsim: stopped serving"
+
+
+def test_serve_rejects_a_header_timeout_out_of_range(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    with pytest.raises(SystemExit) as exited:
+        serve_main(["serve", "--port", "0", "--header-timeout", "11"])
+    assert exited.value.code == 2
+    assert "at most 10" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from refsim import Response, SimHost, paths, schemas
 from refsim.domain.ids import BOUND_RE, project
 from refsim.wire.errors import is_registered
-from refsim.wire.router import MAX_BODY_BYTES
+from refsim.wire.limits import MAX_BODY_BYTES
 
 from .conftest import KEY_A, KEY_B, RECORDER
 

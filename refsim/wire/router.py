@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -29,13 +30,16 @@ from refsim.domain.owners import Owner, Tenant
 from refsim.domain.refusals import Refusal, not_found, state_conflict, validation
 from refsim.domain.runs import SCHEMA_VERSION, RunRecord
 from refsim.domain.suites import Suite
+from refsim.wire import limits
 from refsim.wire.errors import checked
+from refsim.wire.limits import LONG_POLL_MAX_SECONDS
 from refsim.wire.response import Response
 
 PROTOCOL_VERSION = "2.0"
-MAX_BODY_BYTES = 1_048_576  # documented limit: larger bodies get 413 payload_too_large
+MAX_BODY_BYTES = limits.MAX_BODY_BYTES  # kept here for older imports; see limits
+MAX_JSON_DEPTH = limits.MAX_JSON_DEPTH
 MAX_IDEMPOTENCY_KEY = 255
-MAX_JSON_DEPTH = 64
+MAX_SCHEMA_ISSUES = 100  # schema failures looked for before refusing (20 are reported)
 CREATED_STATUSES = frozenset({"pending", "running", "waiting-approval", "waiting-input",
                               "waiting-external"})
 _VERSION_RE = re.compile(r"([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.ASCII)
@@ -50,6 +54,7 @@ class Request:
     query: dict[str, list[str]]
     headers: dict[str, str]  # lower-cased names
     body: bytes | None
+    memo: dict[Any, Any] = attrs.field(factory=dict, eq=False, repr=False)
 
 
 Handler = Callable[["Router", Request, Owner | None, list[str]], Response]
@@ -94,41 +99,115 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    """Whether any key or string holds a `\\ud800`-style escape with no partner."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        strings: list[Any] = []
-        if isinstance(item, dict):
-            strings, children = list(item), list(item.values())
-        elif isinstance(item, list):
-            children = item
-        else:
-            strings, children = [item], []
-        for text in strings:
-            if isinstance(text, str):
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError:
-                    return True
-        stack.extend(children)
+_JSON_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_INNERMOST_RE = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_SURROGATE_ESCAPE_RE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _too_deep(raw: bytes) -> bool:
+    """Whether a body that parsed as JSON nests deeper than MAX_JSON_DEPTH.
+
+    Done on the bytes at C speed, linear in the size: strings are cut out, everything but
+    brackets dropped, then each pass removes the innermost pairs (one level).
+    """
+    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    brackets = _JSON_STRING_RE.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    for _ in range(MAX_JSON_DEPTH):
+        if not brackets:
+            return False
+        brackets = _INNERMOST_RE.sub(b"", brackets)
+    return bool(brackets)
+
+
+def _has_lone_surrogate(raw: bytes, doc: Any) -> bool:
+    """Whether a key or string holds a `\\ud800`-style escape with no partner.
+
+    Strict UTF-8 cannot carry a surrogate, so only an escape in the text can make one;
+    re-encoding the document is done only when such an escape is there.
+    """
+    if not _SURROGATE_ESCAPE_RE.search(raw):
+        return False
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
     return False
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth, without recursion (a hostile body must not exhaust the stack)."""
-    deepest, stack = 0, [(value, 1)]
+def script_size(script: Any) -> tuple[int, int]:
+    """(steps, tool calls) of an agent script, nested delegate scripts included."""
+    steps = calls = 0
+    stack = [script]
     while stack:
-        item, level = stack.pop()
-        deepest = max(deepest, level)
-        if level > MAX_JSON_DEPTH:
-            return level
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
-    return deepest
+        item = stack.pop()
+        if not isinstance(item, list):
+            continue
+        for step in item:
+            steps += 1
+            if isinstance(step, dict):
+                if "call" in step:
+                    calls += 1
+                if "script" in step:
+                    stack.append(step["script"])
+    return steps, calls
+
+
+def suite_cap_refusal(suite: Any) -> Refusal | None:
+    """The work caps of a suite registered through the seam (README "Limits"); each
+    refusal names the limit. Checked before the schema, so counting stays linear."""
+    if not isinstance(suite, dict) or not isinstance(suite.get("tasks"), list):
+        return None  # the schema says what is wrong
+    tasks = suite["tasks"]
+    if len(tasks) > limits.MAX_SUITE_TASKS:
+        return validation(f"a suite holds at most {limits.MAX_SUITE_TASKS} tasks",
+                          field="suite.tasks")
+    trials = suite.get("trials", 1)
+    if not isinstance(trials, int) or isinstance(trials, bool) or \
+            not 1 <= trials <= limits.MAX_TRIALS:
+        return validation(f"a suite's trials is an integer from 1 to {limits.MAX_TRIALS}",
+                          field="suite.trials")
+    if len(tasks) * trials > limits.MAX_RUN_TASK_TRIALS:
+        return validation(f"tasks x trials is at most {limits.MAX_RUN_TASK_TRIALS} per run",
+                          field="suite.trials")
+    calls = size = 0
+    for index, task in enumerate(tasks):
+        if not isinstance(task, dict):
+            continue
+        task_input = task.get("input")
+        script = task_input.get("script") if isinstance(task_input, dict) else None
+        steps, task_calls = script_size(script)
+        if steps > limits.MAX_TASK_STEPS:
+            return validation(f"a task's script has at most {limits.MAX_TASK_STEPS} steps, "
+                              "delegates included", field=f"suite.tasks[{index}].input.script")
+        calls += task_calls * trials
+        size += len(json.dumps([task_input, task.get("fixtures")], separators=(",", ":")))
+    if calls > limits.MAX_RUN_CALLS:
+        return validation(f"a run of this suite would make {calls} tool calls (tasks x trials "
+                          f"x calls); the limit is {limits.MAX_RUN_CALLS}", field="suite.tasks")
+    if size * trials > limits.MAX_RUN_SCRIPT_BYTES:
+        return validation(f"trials x the tasks' inputs and fixtures is at most "
+                          f"{limits.MAX_RUN_SCRIPT_BYTES} bytes per run", field="suite.tasks")
+    return None
+
+
+_PAGE_WRAPPER_BYTES = 4096  # runId, lastSequence, status, isTerminal and the brackets
+
+
+def _page(run: RunRecord, after: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """Events after the cursor, at most `limit` of them and PAGE_MAX_BYTES in all (always
+    at least one); and whether more follow."""
+    events: list[dict[str, Any]] = []
+    budget = limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
+    for event in (e for e in run.events if e.sequence > after):
+        doc = event.to_json()
+        size = len(json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()) + 1
+        if len(events) >= limit or (events and size > budget):
+            return events, True
+        budget -= size
+        events.append(doc)
+    return events, False
 
 
 @attrs.define
@@ -136,20 +215,36 @@ class Router:
     core: HostCore
     lock: threading.RLock = attrs.Factory(threading.RLock)
     _idempotency: dict[tuple[str, str], tuple[str, Response]] = attrs.Factory(dict)
+    last_hold_seconds: float = 0.0  # how long the last request held the lock
+    max_hold_seconds: float = 0.0  # the longest any request held it
+    _discovery_memo: tuple[Any, dict[str, Any], str, str] | None = None
 
     # -- entry point
 
     def handle(self, method: str, target: str, headers: dict[str, str] | None,
                body: bytes | None) -> Response:
         try:
+            prepared = self._prepare(method, target, headers or {}, body)
+            if isinstance(prepared, Response):
+                return prepared
+            handler, request, args, needs_auth = prepared
+            # Parsing and schema checks need no host state: done before the lock, which
+            # then guards the in-memory transaction only.
+            self._warm(handler, request)
             with self.lock:
-                return self._handle(method, target, headers or {}, body)
+                started = time.perf_counter()
+                try:
+                    return self._dispatch(handler, request, args, needs_auth)
+                finally:
+                    held = time.perf_counter() - started
+                    self.last_hold_seconds = held
+                    self.max_hold_seconds = max(self.max_hold_seconds, held)
         except Exception:  # a bug, not bad input: still an envelope, never a traceback
             return refusal_response(Refusal(500, "internal_error",
                                             "the host failed while handling the request"))
 
-    def _handle(self, method: str, target: str, raw_headers: dict[str, str],
-                body: bytes | None) -> Response:
+    def _prepare(self, method: str, target: str, raw_headers: dict[str, str],
+                 body: bytes | None) -> Response | tuple[Handler, Request, list[str], bool]:
         headers = {str(k).lower(): str(v) for k, v in raw_headers.items()}
         if not isinstance(target, str) or not target.startswith("/"):
             return refusal_response(not_found("no such path on this host"))
@@ -165,13 +260,30 @@ class Router:
             return refusal_response(Refusal(
                 413, "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes"))
         segments = request.path.split("/")[1:]
-        route = self._route(request.method, segments)
+        route = self._route(request.method, segments)  # reads the profile, never state
         if route is None:
             return refusal_response(not_found(f"no route for {request.method} on this path"))
         handler, args, needs_auth = route
+        return handler, request, args, needs_auth
+
+    def _warm(self, handler: Handler, request: Request) -> None:
+        """Parse the body and check it against its schema, memoised on the request."""
+        schema = _BODY_SCHEMAS.get(handler)
+        if request.body is None or (schema is None and handler not in _JSON_HANDLERS):
+            return
+        body = self._json_body(request)
+        if isinstance(body, Refusal) or schema is None:
+            return
+        if handler is Router._seam_suite:
+            if suite_cap_refusal(body.get("suite")) is not None:
+                return
+        self._validated(request, schema, body)
+
+    def _dispatch(self, handler: Handler, request: Request, args: list[str],
+                  needs_auth: bool) -> Response:
         caller = None
         if needs_auth:
-            caller = self._authenticate(headers.get("authorization"))
+            caller = self._authenticate(request.headers.get("authorization"))
             if caller is None:
                 return refusal_response(Refusal(401, "unauthenticated",
                                                 "a valid API key is required (Authorization: "
@@ -242,6 +354,13 @@ class Router:
     # -- helpers
 
     def _json_body(self, request: Request) -> dict[str, Any] | Refusal:
+        if "body" not in request.memo:
+            request.memo["body"] = self._parse_json_body(request)
+        parsed: dict[str, Any] | Refusal = request.memo["body"]
+        return parsed
+
+    @staticmethod
+    def _parse_json_body(request: Request) -> dict[str, Any] | Refusal:
         content_type = request.headers.get("content-type")
         if content_type is not None and \
                 content_type.split(";")[0].strip().lower() != "application/json":
@@ -256,9 +375,9 @@ class Router:
                               "and unique member names")
         if not isinstance(doc, dict):
             return validation("the request body must be a JSON object")
-        if _depth(doc) > MAX_JSON_DEPTH:
+        if _too_deep(request.body):
             return validation(f"the request body nests deeper than {MAX_JSON_DEPTH} levels")
-        if _has_lone_surrogate(doc):
+        if _has_lone_surrogate(request.body, doc):
             return validation("the request body is not I-JSON: a string holds a lone "
                               "surrogate escape")
         return doc
@@ -282,10 +401,19 @@ class Router:
             return not_found()
         return rid
 
+    def _validated(self, request: Request, ref: str, doc: Any) -> Refusal | None:
+        """The body's schema refusal (or None), memoised on the request."""
+        key = ("schema", ref)
+        if key not in request.memo:
+            request.memo[key] = self._schema_refusal(ref, doc, _SCHEMA_SKIPS.get(ref))
+        refusal: Refusal | None = request.memo[key]
+        return refusal
+
     @staticmethod
     def _schema_refusal(ref: str, doc: Any, skip: Callable[[str], bool] | None = None
                         ) -> Refusal | None:
-        found = [i for i in schemas.issues(ref, doc) if skip is None or not skip(i.pointer)]
+        found = [i for i in schemas.issues(ref, doc, MAX_SCHEMA_ISSUES)
+                 if skip is None or not skip(i.pointer)]
         if not found:
             return None
         return validation("the request body does not match the schema",
@@ -306,11 +434,18 @@ class Router:
     # -- handlers
 
     def _discovery(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        doc = self.discovery_document()
-        etag = '"' + sha256_hex(doc)[:32] + '"'
+        # The document changes only with the built-in suites and the profile: the hottest
+        # route hashes it once, not per request.
+        key = (id(self.core.profile), tuple(self.core.suites.fixture_ids))
+        if self._discovery_memo is None or self._discovery_memo[0] != key:
+            doc = self.discovery_document()
+            text = Response(200, {}, doc).body.decode("utf-8")
+            self._discovery_memo = (key, doc, '"' + sha256_hex(doc)[:32] + '"', text)
+        _, doc, etag, text = self._discovery_memo  # shared: SimHost hands callers a copy
         if _etag_matches(request.headers.get("if-none-match"), etag):
             return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
-        return _json_response(200, doc, {"ETag": etag})
+        response = _json_response(200, doc, {"ETag": etag})
+        return attrs.evolve(response, text=text)  # the body, encoded once
 
     def discovery_document(self) -> dict[str, Any]:
         profile = self.core.profile
@@ -350,19 +485,22 @@ class Router:
                 return Response(replay.status,
                                 {**replay.headers, "OpenWOP-Idempotent-Replay": "true"},
                                 replay.json)
-        response = self._create(caller, body)
+        response = self._create(request, caller, body)
         if key is not None and response.status == 201:
             self._idempotency[(caller.tenant, key)] = (canonical(body), response)
         return response
 
-    def _create(self, caller: Owner, body: dict[str, Any]) -> Response:
-        # A fixtureRuns value that fails the runId grammar is an id that does not decode:
-        # it is refused later, as an unknown source, with the uniform body (§C).
-        def is_source_value(pointer: str) -> bool:
-            return pointer.startswith("/fixtureRuns/") and pointer.count("/") == 2
-        refusal = self._schema_refusal("create-run.schema.json", body, is_source_value)
+    def _create(self, request: Request, caller: Owner, body: dict[str, Any]) -> Response:
+        refusal = self._validated(request, "create-run.schema.json", body)
         if refusal is not None:
             return refusal_response(refusal)
+        inputs = body.get("inputs")
+        if isinstance(inputs, dict):
+            steps, _ = script_size(inputs.get("script"))
+            if steps > limits.MAX_TASK_STEPS:
+                return refusal_response(validation(
+                    f"inputs.script has {steps} steps, delegates included; the limit is "
+                    f"{limits.MAX_TASK_STEPS}", field="inputs.script"))
         result = self.core.create_run(caller, body)
         if isinstance(result, Refusal):
             return refusal_response(result)
@@ -387,13 +525,26 @@ class Router:
         after = self._int_query(request, "afterSequence", -1)
         if isinstance(after, Refusal):
             return refusal_response(after)
+        # `timeout` is the long-poll wait; the HTTP face waits, in process it never does.
         timeout = self._int_query(request, "timeout", 0)
         if isinstance(timeout, Refusal):
             return refusal_response(timeout)
-        events = [e.to_json() for e in run.events if e.sequence > after]
+        if timeout > LONG_POLL_MAX_SECONDS:
+            return refusal_response(validation(
+                f"query parameter timeout is at most {LONG_POLL_MAX_SECONDS} seconds"))
+        limit = self._int_query(request, "limit", limits.POLL_DEFAULT_LIMIT)
+        if isinstance(limit, Refusal):
+            return refusal_response(limit)
+        if not 1 <= limit <= limits.POLL_MAX_LIMIT:
+            return refusal_response(validation(
+                f"query parameter limit must be 1 to {limits.POLL_MAX_LIMIT}"))
+        events, more = _page(run, after, limit)
+        # A page that stops early (limit or size) is not the end: isTerminal says that
+        # the run is over and this page holds its last event; lastSequence is the cursor.
         return _json_response(200, {"runId": run.run_id.bound, "events": events,
                                     "lastSequence": events[-1]["sequence"] if events else -1,
-                                    "status": run.status, "isTerminal": run.terminal})
+                                    "status": run.status,
+                                    "isTerminal": run.terminal and not more})
 
     def _events_stream(self, request: Request, caller: Owner | None, args: list[str]
                        ) -> Response:
@@ -448,7 +599,7 @@ class Router:
         body = self._json_body(request)
         if isinstance(body, Refusal):
             return refusal_response(body)
-        refusal = self._schema_refusal("fork-run.schema.json", body)
+        refusal = self._validated(request, "fork-run.schema.json", body)
         if refusal is not None:
             return refusal_response(refusal)
         rid = self._parse_run_segment(caller, args[0])
@@ -511,7 +662,10 @@ class Router:
         body = self._json_body(request)
         if isinstance(body, Refusal):
             return refusal_response(body)
-        refusal = self._schema_refusal("suite-seam.schema.json", body)
+        refusal = suite_cap_refusal(body.get("suite"))
+        if refusal is not None:
+            return refusal_response(refusal)
+        refusal = self._validated(request, "suite-seam.schema.json", body)
         if refusal is not None:
             return refusal_response(refusal)
         task_ids = [t["taskId"] for t in body["suite"]["tasks"]]
@@ -554,3 +708,16 @@ class Router:
             return refusal_response(validation("a tenant of that name exists already"))
         self.core.add_tenant(tenant)
         return _json_response(201, {"name": name, "workspace": ws})
+
+
+def _is_source_value(pointer: str) -> bool:
+    # A fixtureRuns value that fails the runId grammar is an id that does not decode: it
+    # is refused later, as an unknown source, with the uniform body (§C).
+    return pointer.startswith("/fixtureRuns/") and pointer.count("/") == 2
+
+
+_SCHEMA_SKIPS: dict[str, Callable[[str], bool]] = {"create-run.schema.json": _is_source_value}
+_BODY_SCHEMAS: dict[Any, str] = {Router._create_run: "create-run.schema.json",
+                                 Router._fork: "fork-run.schema.json",
+                                 Router._seam_suite: "suite-seam.schema.json"}
+_JSON_HANDLERS: frozenset[Any] = frozenset({Router._cancel, Router._seam_tenant})

@@ -1,0 +1,32 @@
+"""`refsim.bench_http.run` prints every figure beside the floor and writes them as JSON.
+No figure is judged here: speed lives in the bench, never in a test."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from refsim import bench_http
+
+
+def test_bench_prints_each_figure_beside_the_floor(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_http, "LATENCY_REQUESTS", 20)
+    out = io.StringIO()
+    path = tmp_path / "bench.json"
+    assert bench_http.run(clients=2, seconds=0.4, json_path=str(path), out=out) == 0
+    text = out.getvalue()
+    for row in ("discovery GET", "replay POST /runs", "latency keep-alive",
+                "latency new connection", "keep-alive vs new", "largest request"):
+        assert row in text, text
+    assert "floor (trivial app)" in text and ">= 500/s" in text
+    figures = json.loads(path.read_text(encoding="utf-8"))
+    assert figures["clients"] == 2 and figures["errors"] == 0
+    assert figures["discovery"]["rps"] > 0 and figures["discovery"]["floorRps"] > 0
+    assert figures["replays"]["perSecond"] > 0
+    assert set(figures["latencyMs"]) == {"host.keepAlive", "host.newConnection",
+                                         "floor.keepAlive", "floor.newConnection"}
+    assert figures["largestRequest"]["hostMs"] > 0
