@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from refsim._version import __version__
 from refsim.domain.profile import HostProfile
 from refsim.host import SimHost
 from refsim.wire.client import HostClient

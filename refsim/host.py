@@ -12,6 +12,7 @@ from refsim.domain.agents import Agent
 from refsim.domain.core import Components, HostCore
 from refsim.domain.owners import Tenant
 from refsim.domain.profile import HostProfile
+from refsim.suite_docs import load_builtin
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
 from refsim.wire.router import Router
@@ -29,7 +30,8 @@ class SimHost:
     def __init__(self, seed: int = 0, profile: HostProfile | None = None,
                  components: Components | None = None, edge: Edge | None = None) -> None:
         self.core = HostCore(seed=seed, profile=profile or HostProfile(),
-                             components=components or Components())
+                             components=components or Components(),
+                             builtin_suites=load_builtin())
         self.router = Router(self.core)
         # A faulty host of the zoo may rewrite answers at the wire's edge (a header, a
         # member of a document); the reference host has none.

@@ -47,6 +47,7 @@ from refsim.domain.refusals import (
 from refsim.domain.runs import RunRecord
 from refsim.domain.suites import Suite, Task
 from refsim.domain.tools import ToolResult
+from refsim.domain.view import HostView
 from refsim.host import Edge, SimHost
 from refsim.wire.response import Response
 
@@ -125,7 +126,7 @@ class _AcceptsWithoutMode(RequestRules):
 
 
 class _AcceptsForeign(SourcePolicy):
-    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
                ) -> RunRecord | str:
         rid = parse_bound(value)
         run = core.runs.get(rid) if rid is not None else None
@@ -135,7 +136,7 @@ class _AcceptsForeign(SourcePolicy):
 
 
 class _AcceptsNonTerminal(SourcePolicy):
-    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
                ) -> RunRecord | str:
         rid = parse_bound(value)
         run = core.runs.get(rid) if rid is not None else None
@@ -149,7 +150,7 @@ class _AcceptsNonTerminal(SourcePolicy):
 
 
 class _AcceptsFailedCalls(SourcePolicy):
-    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
                ) -> RunRecord | str:
         found = super().assess(core, caller, value, agent_id)
         if found == FAILED_CALL:
@@ -166,7 +167,7 @@ class ServesMissLive(MissPolicy):
 
 
 class _DerivesEgress(Deriver):
-    def derive(self, core: HostCore, source: RunRecord, agent_id: str
+    def derive(self, core: HostView, source: RunRecord, agent_id: str
                ) -> tuple[FixtureEntry, ...]:
         entries = super().derive(core, source, agent_id)
         egress = {r.tool: dict(r.headers) for r in core.gateway.egress
@@ -256,7 +257,7 @@ FOREIGN_UNMINTED = "foreign-unminted"
 class _TellsForeignIds(SourcePolicy):
     """Knows an id under another tenant's segment for what it is, minted or not."""
 
-    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
                ) -> RunRecord | str:
         found = super().assess(core, caller, value, agent_id)
         rid = parse_bound(value)
@@ -443,7 +444,7 @@ class _AdvertisesWithoutMatching(HostProfile):
 
 
 class _FirstInvocationDeriver(Deriver):
-    def derive(self, core: HostCore, source: RunRecord, agent_id: str
+    def derive(self, core: HostView, source: RunRecord, agent_id: str
                ) -> tuple[FixtureEntry, ...]:
         calls = sorted((c for c in source.held_calls if c.agent_id == agent_id),
                        key=lambda c: c.sequence)
@@ -484,7 +485,7 @@ class _FirstSourceOnly(SourcePolicy):
     def __init__(self) -> None:
         self.first: RunRecord | None = None
 
-    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
                ) -> RunRecord | str:
         if self.first is not None:
             return self.first

@@ -13,16 +13,48 @@ import json
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 
 from refsim.demo.chapters import Chapter
-from refsim.demo.history import Exchange
+from refsim.demo.history import Exchange, RecordingClient
 from refsim.wire.client import NO_BODY
 
-if TYPE_CHECKING:
-    from refsim.demo.report import DemoRun
+
+class DemoRun(Protocol):
+    """What the page reads of a `refsim.demo.report.DemoRun` (named here, not imported, so
+    the report module and this one do not import each other)."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def chapters(self) -> tuple[Chapter, ...]: ...
+
+    @property
+    def runs(self) -> dict[str, str]: ...
+
+    @property
+    def client(self) -> RecordingClient: ...
+
+    @property
+    def failed(self) -> int: ...
+
+    @property
+    def blocked(self) -> list[str]: ...
+
+    @property
+    def passed(self) -> bool: ...
+
+    def verdict(self) -> str: ...
+
+    def legs(self) -> list[dict[str, Any]]: ...
+
+    def run_labels(self) -> dict[str, str]: ...
 
 COUNTER_TOOL = "conformance.eval:counter"
 SEAM = "/conformance/seams/eval-counter"

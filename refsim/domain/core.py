@@ -30,7 +30,7 @@ from refsim.domain.refusals import (
     validation,
 )
 from refsim.domain.runs import EvalRecord, Event, HeldCall, RunRecord
-from refsim.domain.suites import Suite, SuiteCatalogue, Task, golden_match, load_builtin
+from refsim.domain.suites import Suite, SuiteCatalogue, Task, golden_match
 from refsim.domain.tools import ToolGateway, ToolResult
 from refsim.registry_codes import registered_status
 
@@ -249,6 +249,8 @@ class HostCore:
     tenants: dict[str, Tenant] = attrs.Factory(dict)
     runs: dict[RunId, RunRecord] = attrs.Factory(dict)
     agents: dict[str, Agent] = attrs.Factory(default_agents)
+    # The built-in suites (fixture id -> Suite), parsed outside the domain and handed in.
+    builtin_suites: dict[str, Suite] = attrs.Factory(dict)
     suites: SuiteCatalogue = attrs.field(init=False)
     copies: CopyStore = attrs.field(init=False)
     # How often each source id was resolved: a fork must never add to it (§E).
@@ -256,7 +258,7 @@ class HostCore:
 
     def __attrs_post_init__(self) -> None:
         self.minter = IdMinter(self.seed)
-        self.suites = SuiteCatalogue(load_builtin())
+        self.suites = SuiteCatalogue(dict(self.builtin_suites))
         self.copies = self.components.copies()
         for tenant in DEFAULT_TENANTS:
             self.add_tenant(tenant)

@@ -14,6 +14,7 @@ from refsim.domain.recorded import Deriver
 from refsim.domain.refusals import Refusal, validation
 from refsim.domain.runs import RunRecord
 from refsim.domain.suites import Suite, Task
+from refsim.domain.view import HostView
 
 
 class MergingRules(RequestRules):
@@ -43,7 +44,7 @@ class ReasonedRefusals(RequestRules):
 class DelegateDeriver(Deriver):
     """Derives the calls of the agent's delegates too (RFC 0244 §A's default excludes them)."""
 
-    def derive(self, core: HostCore, source: RunRecord, agent_id: str
+    def derive(self, core: HostView, source: RunRecord, agent_id: str
                ) -> tuple[FixtureEntry, ...]:
         calls = sorted((c for c in source.held_calls
                         if c.agent_id == agent_id or c.root_agent == agent_id),

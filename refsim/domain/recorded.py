@@ -6,7 +6,7 @@ Each piece is a small component a faulty host can swap for a broken twin.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -14,10 +14,7 @@ from refsim.domain.fixtures import FixtureEntry
 from refsim.domain.ids import RunId, parse_bound
 from refsim.domain.owners import Owner
 from refsim.domain.runs import HeldCall, RunRecord
-
-if TYPE_CHECKING:
-    from refsim.domain.core import HostCore
-
+from refsim.domain.view import HostView
 
 # Why a source is unusable. Never on the wire: the refusal is one body whatever the kind.
 UNKNOWN = "unknown"  # no such run, or an id that does not decode
@@ -32,7 +29,7 @@ UNUSABLE_KINDS = (UNKNOWN, FOREIGN, NOT_TERMINAL, NO_AGENT, NOT_HELD, FAILED_CAL
 class SourcePolicy:
     """§C: decides whether a supplied value names a usable source run."""
 
-    def assess(self, core: HostCore, caller: Owner, value: Any, agent_id: str
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
                ) -> RunRecord | str:
         """The usable run, or the kind of reason it is unusable."""
         rid = parse_bound(value)
@@ -59,7 +56,7 @@ class SourcePolicy:
 class Deriver:
     """§D: one exact-args entry per call of the eval's agent, delegates excluded, in order."""
 
-    def derive(self, core: HostCore, source: RunRecord, agent_id: str) -> tuple[FixtureEntry, ...]:
+    def derive(self, core: HostView, source: RunRecord, agent_id: str) -> tuple[FixtureEntry, ...]:
         calls = sorted((c for c in source.held_calls if c.agent_id == agent_id),
                        key=lambda c: c.sequence)
         return tuple(self.entry(c) for c in calls)

@@ -1,19 +1,16 @@
-"""Eval suites: parsed documents, golden scoring, and the catalogue a host serves.
+"""Eval suites as values, golden scoring, and the catalogue a host serves.
 
-Built-in suites come from specs/fixtures/ (their file stem is the fixture id);
-tenants may register more through a seam, visible to that tenant only.
+Suite documents are parsed outside the domain (`refsim.suite_docs`): built-in suites come
+from specs/fixtures/ (their file stem is the fixture id); tenants may register more through
+a seam, visible to that tenant only.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-from pathlib import Path
 from typing import Any
 
 import attrs
 
-from refsim import paths, schemas
 from refsim.domain.canonical import canonical
 from refsim.domain.fixtures import FixtureEntry
 
@@ -57,24 +54,6 @@ class Suite:
     def task(self, task_id: str) -> Task | None:
         return next((t for t in self.tasks if t.task_id == task_id), None)
 
-    @staticmethod
-    def parse(doc: dict[str, Any]) -> Suite:
-        """Parse a document that already validated against eval-suite.schema.json."""
-        tasks = []
-        for t in doc["tasks"]:
-            fx = t.get("fixtures")
-            fixtures = None
-            if fx is not None:
-                fixtures = TaskFixtures(
-                    entries=tuple(FixtureEntry.from_json(e) for e in fx.get("toolResponses", [])),
-                    on_miss=fx.get("onMiss"), has_tool_responses="toolResponses" in fx)
-            tasks.append(Task(t["taskId"], t["input"], t["expected"], fixtures))
-        thresholds = doc.get("thresholds") or {}
-        return Suite(suite_id=doc["suiteId"], version=doc["version"], modes=tuple(doc["modes"]),
-                     tasks=tuple(tasks), trials=int(doc.get("trials", 1)),
-                     pass_score=thresholds.get("passScore"),
-                     target_agent_id=doc.get("targetAgentId"), doc=doc)
-
 
 def golden_match(expected: dict[str, Any], decision: Any) -> bool:
     """Golden scoring of a decision against `expected.match`."""
@@ -100,28 +79,6 @@ def _json_subset(pattern: Any, actual: Any) -> bool:
         return isinstance(actual, dict) and all(
             k in actual and _json_subset(v, actual[k]) for k, v in pattern.items())
     return canonical(pattern) == canonical(actual)
-
-
-class SuiteError(ValueError):
-    """A built-in suite file that does not validate: a broken checkout, not bad input."""
-
-
-def load_builtin(directory: Path = paths.FIXTURES) -> dict[str, Suite]:
-    """Fixture id -> Suite for every file in specs/fixtures/ (a fresh dict each call)."""
-    return dict(_load_builtin(directory))
-
-
-@functools.cache
-def _load_builtin(directory: Path) -> dict[str, Suite]:
-    # Parsed once per process: suites are frozen, and hosts are built by the thousand.
-    out: dict[str, Suite] = {}
-    for file in sorted(directory.glob("*.json")):
-        doc = json.loads(file.read_text(encoding="utf-8"))
-        problems = schemas.issues("eval-suite.schema.json", doc)
-        if problems:
-            raise SuiteError(f"{file}: not a valid eval suite: {problems[0]}")
-        out[file.stem] = Suite.parse(doc)
-    return out
 
 
 @attrs.define

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 
 import attrs
 
-from refsim import __version__
+from refsim._version import __version__
 from refsim.domain.refusals import Refusal, validation
 from refsim.wire.limits import (
     BODY_TIMEOUT_SECONDS,

@@ -9,7 +9,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from refsim import __version__
+from refsim._version import __version__
 from refsim.wire.asgi import header_dict
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response

@@ -15,7 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from refsim import __version__, schemas
+from refsim import schemas
+from refsim._version import __version__
 from refsim.domain.canonical import canonical, sha256_hex
 from refsim.domain.core import WORKFLOWS, HostCore
 from refsim.domain.ids import (
@@ -29,7 +30,7 @@ from refsim.domain.ids import (
 from refsim.domain.owners import Owner, Tenant
 from refsim.domain.refusals import Refusal, not_found, state_conflict, validation
 from refsim.domain.runs import SCHEMA_VERSION, RunRecord
-from refsim.domain.suites import Suite
+from refsim.suite_docs import parse_suite
 from refsim.wire import limits
 from refsim.wire.errors import checked
 from refsim.wire.limits import LONG_POLL_MAX_SECONDS
@@ -679,7 +680,7 @@ class Router:
                 return refusal_response(validation(
                     "a task's input.script is not a valid agent script",
                     field=f"suite.tasks[{index}].input.script"))
-        suite = Suite.parse(body["suite"])
+        suite = parse_suite(body["suite"])
         if not self.core.suites.register(caller.tenant, suite):
             return refusal_response(Refusal(409, "version_conflict",
                                             "a different suite with this suiteId is registered"))
