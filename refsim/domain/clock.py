@@ -12,8 +12,16 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 @attrs.define
 class LogicalClock:
     ticks: int = 0
+    # The formatted second of the last tick: a thousand ticks share it, so `strftime`
+    # runs once a second of logical time rather than on every tick.
+    _second: int = attrs.field(init=False, default=-1)
+    _prefix: str = attrs.field(init=False, default="")
 
     def now(self) -> str:
         self.ticks += 1
-        moment = EPOCH + timedelta(milliseconds=self.ticks)
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+        second, millis = divmod(self.ticks, 1000)
+        if second != self._second:
+            moment = EPOCH + timedelta(seconds=second)
+            self._prefix = moment.strftime("%Y-%m-%dT%H:%M:%S.")
+            self._second = second
+        return f"{self._prefix}{millis:03d}Z"
