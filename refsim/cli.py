@@ -219,6 +219,21 @@ def _fuzz(args: argparse.Namespace) -> int:
     return code
 
 
+def _bench(args: argparse.Namespace) -> int:
+    if args.bench_target == "http":
+        import importlib
+        try:
+            module = importlib.import_module("refsim.bench_http")
+        except ImportError as exc:
+            print(f"refsim bench http: not available in this build ({exc})", file=sys.stderr)
+            return EXIT_USAGE
+        code: int = module.run(clients=args.clients, seconds=args.seconds,
+                               json_path=args.http_json, out=sys.stdout)
+        return code
+    from refsim.bench import run
+    return run(json_path=args.json, skip_slow=args.skip_slow, out=sys.stdout)
+
+
 def _mutants(args: argparse.Namespace) -> int:
     from refsim.check.mutants import kill_matrix, print_matrix, write_json
     from refsim.check.zoo import ZOO
@@ -303,6 +318,19 @@ def build_parser() -> argparse.ArgumentParser:
                       help="only replay what --database holds; generate nothing")
     _add_remote_options(fuzz)
     fuzz.set_defaults(func=_fuzz)
+    bench = sub.add_parser("bench", help="measure replay, recording, derivation, the machine, "
+                                         "check and mutants beside calibrations; print "
+                                         "each figure with its target")
+    bench.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    bench.add_argument("--skip-slow", action="store_true",
+                       help="leave out `refsim mutants` (minutes)")
+    bench.set_defaults(func=_bench, bench_target=None)
+    bench_sub = bench.add_subparsers(dest="bench_target")
+    bench_http = bench_sub.add_parser("http", help="the HTTP server under concurrent clients")
+    bench_http.add_argument("--clients", type=int, default=8)
+    bench_http.add_argument("--seconds", type=float, default=10.0)
+    bench_http.add_argument("--json", dest="http_json", metavar="PATH",
+                            help="write the figures as JSON")
     mutants = sub.add_parser("mutants", help="run the checker and the machine against every "
                                              "faulty host of the zoo; print the kill matrix")
     mutants.add_argument("--json", metavar="PATH", help="write the kill matrix as JSON")
