@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+_MILLIS = tuple(f"{m:03d}Z" for m in range(1000))
 
 
 @attrs.define
@@ -24,4 +25,4 @@ class LogicalClock:
             moment = EPOCH + timedelta(seconds=second)
             self._prefix = moment.strftime("%Y-%m-%dT%H:%M:%S.")
             self._second = second
-        return f"{self._prefix}{millis:03d}Z"
+        return self._prefix + _MILLIS[millis]
