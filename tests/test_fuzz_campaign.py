@@ -114,7 +114,7 @@ def test_a_campaign_reports_the_first_counterexample_and_how_to_replay_it(
     db = tmp_path / "db"
     target = FuzzTarget(mutant=FAULTY)
     result = campaign(target, jobs=2, duration=None, max_examples=200, steps=STEPS,
-                      base_seed=0, database=str(db))
+                      base_seed=0, database=str(db), shrink=False)
     assert not result.passed and result.first_failure is not None
     assert result.first_failure.requirement_id == "refsim.requirement.0252.fail-closed-miss"
     out = io.StringIO()

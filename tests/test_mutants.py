@@ -44,7 +44,9 @@ def test_the_machine_alone_kills_the_critical_faulty_hosts(name: str, requiremen
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "requirement"), CRITICAL_KILLS)
+@pytest.mark.parametrize(("name", "requirement"), [
+    pytest.param(name, requirement, marks=pytest.mark.xdist_group(f"shrink-{name}"))
+    for name, requirement in CRITICAL_KILLS])
 def test_a_machine_kill_shrinks_to_a_short_program(name: str, requirement: str) -> None:
     result = against(name)
     assert not result.passed, f"the machine found nothing wrong with {name}"

@@ -34,6 +34,7 @@ def test_the_machine_passes_on_the_reference_host_and_reaches_every_critical_bra
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("shrink-words-non-terminal-differently")  # shares the shrunk run
 def test_a_counterexample_names_its_requirement_and_prints_a_short_program() -> None:
     result = against("words-non-terminal-differently")
     assert not result.passed
@@ -48,6 +49,7 @@ def test_a_counterexample_names_its_requirement_and_prints_a_short_program() -> 
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("shrink-serves-miss-live")  # shares the shrunk run
 def test_the_printed_program_is_valid_python_that_reproduces_on_the_faulty_host() -> None:
     broken = mutant("serves-miss-live")
     result = against("serves-miss-live")

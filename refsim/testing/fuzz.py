@@ -247,7 +247,8 @@ def batch_seed(base_seed: int, job: int, jobs: int, batch: int) -> int:
 
 
 def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline: float | None,
-            max_examples: int, steps: int, database: str | None) -> JobOutcome:
+            max_examples: int, steps: int, database: str | None,
+            shrink: bool = True) -> JobOutcome:
     """One process of a campaign: batches of `max_examples`, each with its own seed, until
     the deadline (time.time()) passes, another job has failed, or this one fails."""
     factory = target.factory()
@@ -261,7 +262,7 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
         seeds.append(seed_value)
         result = run_machine(factory, max_examples=max_examples, steps=steps,
                              seed_value=seed_value, extended=target.extended,
-                             keys=target.keys, database=database)
+                             keys=target.keys, database=database, shrink=shrink)
         machine = result.machine
         examples += machine.examples_run
         steps_taken += machine.steps_taken
@@ -282,10 +283,11 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
 
 
 def campaign(target: FuzzTarget, *, jobs: int, duration: float | None, max_examples: int,
-             steps: int, base_seed: int, database: str | None) -> CampaignResult:
+             steps: int, base_seed: int, database: str | None,
+             shrink: bool = True) -> CampaignResult:
     """`jobs` processes over one example database, each starting batches until `duration`
     seconds have passed (the batch under way finishes); the first counterexample stops
-    every job at its next batch."""
+    every job at its next batch. `shrink=False` reports counterexamples as found."""
     started = time.time()
     deadline = None if duration is None else started + duration
     context = multiprocessing.get_context("spawn")  # no forked threads or locks
@@ -296,7 +298,7 @@ def campaign(target: FuzzTarget, *, jobs: int, duration: float | None, max_examp
                              initargs=(stop,)) as pool:
         pending = {pool.submit(run_job, target, job=j, jobs=jobs, base_seed=base_seed,
                                deadline=deadline, max_examples=max_examples, steps=steps,
-                               database=database) for j in range(jobs)}
+                               database=database, shrink=shrink) for j in range(jobs)}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: f.result().job):
