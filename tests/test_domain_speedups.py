@@ -108,6 +108,27 @@ def test_gc_is_paused_inside_a_run_and_resumed_after() -> None:
         gc.enable()
 
 
+def test_a_pause_leaves_objects_the_program_froze_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with gc_paused():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_what_a_pause_allocated_is_promoted_to_the_oldest_generation() -> None:
+    gc.collect()
+    with gc_paused():
+        held = [{"payload": {"n": i}} for i in range(5000)]
+    assert gc.get_count()[0] < 100  # the young generation holds none of it
+    assert gc.get_freeze_count() == 0  # nothing left frozen
+    assert len(held) == 5000
+
+
 def test_a_run_leaves_the_collector_as_it_found_it() -> None:
     host = SimHost(seed=0)
 
