@@ -12,12 +12,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refsim import SimHost
+from refsim import SimHost, schemas
 from refsim.bench import LoopAgent, record_and_replay
 from refsim.domain import canonical as canonical_module
 from refsim.domain.canonical import canonical, is_json_value
 from refsim.domain.clock import EPOCH, LogicalClock
-from refsim.domain.core import gc_paused
+from refsim.domain.core import gc_paused, valid_script
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
 from refsim.domain.ids import OPAQUE_RE, IdMinter
 
@@ -172,3 +172,15 @@ def test_same_seed_same_bytes_for_a_large_random_workload() -> None:
         assert r.status == 201
         logs.append(host.event_log())
     assert logs[0] == logs[1] and len(logs[0]) > 50_000
+
+
+def test_script_verdicts_are_remembered_and_agree_with_the_schema() -> None:
+    good = [{"call": "conformance.eval:counter", "args": {"op": "inc", "key": "k"}},
+            {"decide": "ok"}]
+    bad = [{"call": "conformance.eval:counter", "unexpected": 1}]
+    for script in (good, bad, [], [{"decide": 1.0}]):
+        expected = schemas.is_valid("script.schema.json", script)
+        assert valid_script(script) is expected
+        assert valid_script(script) is expected  # the remembered verdict
+    assert valid_script(good) and not valid_script(bad)
+    assert not valid_script([{"call": float("nan")}])  # not JSON: validated, not remembered

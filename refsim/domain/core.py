@@ -16,7 +16,7 @@ import attrs
 
 from refsim import schemas
 from refsim.domain.agents import Agent, default_agents
-from refsim.domain.canonical import sha256_hex
+from refsim.domain.canonical import canonical, sha256_hex
 from refsim.domain.clock import LogicalClock
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
 from refsim.domain.ids import IdMinter, RunId, parse_bound
@@ -160,6 +160,27 @@ class Components:
     echo: Echo = attrs.Factory(Echo)
     forks: ForkPolicy = attrs.Factory(ForkPolicy)
     copies: Callable[[], CopyStore] = CopyStore
+
+
+_SCRIPT_VERDICTS: dict[str, bool] = {}
+_SCRIPT_VERDICTS_MAX = 4096
+
+
+def valid_script(script: Any) -> bool:
+    """Whether `script` validates against script.schema.json, remembered by canonical form:
+    the schema is fixed for the process, a validation costs milliseconds and a canonical
+    form microseconds, and fuzzing sends the same few scripts again and again."""
+    try:
+        key = canonical(script)
+    except (TypeError, ValueError):
+        return schemas.is_valid("script.schema.json", script)
+    verdict = _SCRIPT_VERDICTS.get(key)
+    if verdict is None:
+        verdict = schemas.is_valid("script.schema.json", script)
+        if len(_SCRIPT_VERDICTS) >= _SCRIPT_VERDICTS_MAX:
+            _SCRIPT_VERDICTS.clear()
+        _SCRIPT_VERDICTS[key] = verdict
+    return verdict
 
 
 # ----------------------------------------------------------------------------- execution
@@ -356,7 +377,7 @@ class HostCore:
         if agent_id is not None and (not isinstance(agent_id, str) or agent_id not in self.agents):
             return validation("inputs.agentId names no agent on this host",
                               field="inputs.agentId")
-        if not schemas.is_valid("script.schema.json", script):
+        if not valid_script(script):
             return validation("inputs.script is not a valid agent script", field="inputs.script")
         run = self._new_run(caller, workflow_id, body)
         self._emit(run, "run.started", self._run_started(run))
