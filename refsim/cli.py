@@ -171,6 +171,10 @@ def _fuzz(args: argparse.Namespace) -> int:
         print("refsim fuzz: --replay reads the example database: give --database DIR",
               file=sys.stderr)
         return EXIT_USAGE
+    if args.replay and (args.jobs > 1 or args.duration is not None):
+        print("refsim fuzz: --replay runs what the database holds once; it takes no --jobs "
+              "or --duration", file=sys.stderr)
+        return EXIT_USAGE
     remote = _remote(args)
     if isinstance(remote, int):
         return remote

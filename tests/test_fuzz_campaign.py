@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -79,9 +79,12 @@ def test_replay_against_a_sound_host_reports_nothing_failed(tmp_path: Path) -> N
     assert "nothing failed" in out.getvalue()
 
 
-def test_replay_needs_a_database() -> None:
-    with redirect_stdout(io.StringIO()):
+def test_replay_needs_a_database_and_runs_once() -> None:
+    with redirect_stderr(io.StringIO()) as err:
         assert main(["fuzz", "--replay"]) == 2
+        assert main(["fuzz", "--replay", "--database", "db", "--jobs", "2"]) == 2
+        assert main(["fuzz", "--jobs", "0"]) == 2
+    assert "--database DIR" in err.getvalue() and "no --jobs" in err.getvalue()
 
 
 def test_batch_seeds_never_repeat_across_jobs_and_batches() -> None:
