@@ -165,33 +165,90 @@ def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | in
 
 
 def _fuzz(args: argparse.Namespace) -> int:
-    from refsim.host import SimHost
-    from refsim.testing.fuzz import report, run_machine
+    import random
 
+    from refsim.testing.fuzz import (
+        FuzzTarget,
+        campaign,
+        print_reproduction,
+        report,
+        report_campaign,
+        run_machine,
+    )
+
+    if args.jobs < 1 or (args.duration is not None and args.duration <= 0):
+        print("refsim fuzz: --jobs takes a positive count and --duration positive seconds",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.replay and args.database is None:
+        print("refsim fuzz: --replay reads the example database: give --database DIR",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.replay and (args.jobs > 1 or args.duration is not None):
+        print("refsim fuzz: --replay runs what the database holds once; it takes no --jobs "
+              "or --duration", file=sys.stderr)
+        return EXIT_USAGE
     remote = _remote(args)
     if isinstance(remote, int):
         return remote
     if remote is None:
-        profile = profile_named(args.profile)
-        result = run_machine(lambda: SimHost(seed=0, profile=profile),
-                             max_examples=args.max_examples, steps=args.steps,
-                             seed_value=args.seed)
-        return report(result, sys.stdout)
-    client, api_key, tenant_b = remote
-    keys = {"acme": api_key, **({"globex": tenant_b} if tenant_b else {})}
-    try:
-        discovery = client.request("GET", "/.well-known/openwop").json or {}
-    except ValueError as exc:
-        print(f"refsim: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    # refsim's own tools (vault, flaky, delegates) only where the host is refsim.
-    extended = (discovery.get("implementation") or {}).get("name") == "refsim"
-    print(f"fuzzing {client.name} over HTTP; white-box checks skipped (derivation "
-          "fidelity, egress credentials in derived entries, erasure reaching the copy "
-          "store, re-resolution counts need the simulator's insides)")
-    result = run_machine(lambda: client, max_examples=args.max_examples, steps=args.steps,
-                         seed_value=args.seed, extended=extended, keys=keys)
-    return report(result, sys.stdout)
+        if args.mutant is not None:
+            from refsim.check.zoo import ZOO
+            if args.mutant not in {m.name for m in ZOO}:
+                print(f"refsim fuzz: no faulty host named {args.mutant!r} in the zoo",
+                      file=sys.stderr)
+                return EXIT_USAGE
+        target = FuzzTarget(profile=args.profile, mutant=args.mutant)
+    else:
+        client, api_key, tenant_b = remote
+        keys = {"acme": api_key, **({"globex": tenant_b} if tenant_b else {})}
+        try:
+            discovery = client.request("GET", "/.well-known/openwop").json or {}
+        except ValueError as exc:
+            print(f"refsim: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        # refsim's own tools (vault, flaky, delegates) only where the host is refsim.
+        extended = (discovery.get("implementation") or {}).get("name") == "refsim"
+        print(f"fuzzing {client.name} over HTTP; white-box checks skipped (derivation "
+              "fidelity, egress credentials in derived entries, erasure reaching the copy "
+              "store, re-resolution counts need the simulator's insides)")
+        target = FuzzTarget(base_url=client.name, keys=keys, extended=extended)
+    database = args.database
+    if args.jobs > 1 or args.duration is not None:
+        base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(
+            2**32)
+        outcome = campaign(target, jobs=args.jobs, duration=args.duration,
+                           max_examples=args.max_examples, steps=args.steps,
+                           base_seed=base_seed, database=database)
+        return report_campaign(outcome, sys.stdout, target=target, database=database,
+                               steps=args.steps)
+    result = run_machine(target.factory(), max_examples=args.max_examples, steps=args.steps,
+                         seed_value=args.seed, extended=target.extended, keys=target.keys,
+                         database=database, replay_only=args.replay)
+    if args.replay and result.passed:
+        print(f"nothing failed: no example the database at {database} holds for this "
+              "machine fails against this host")
+        return 0
+    code = report(result, sys.stdout)
+    if not result.passed:
+        print_reproduction(sys.stdout, target=target, database=database, steps=args.steps,
+                           seed_value=args.seed)
+    return code
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.bench_target == "http":
+        import importlib
+        try:
+            module = importlib.import_module("refsim.bench_http")
+        except ImportError as exc:
+            print(f"refsim bench http: not available in this build ({exc})", file=sys.stderr)
+            return EXIT_USAGE
+        code: int = module.run(clients=args.clients, seconds=args.seconds,
+                               json_path=args.http_json, out=sys.stdout)
+        return code
+    from refsim.bench import run
+    return run(json_path=args.json, skip_slow=args.skip_slow, out=sys.stdout)
 
 
 def _mutants(args: argparse.Namespace) -> int:
@@ -267,12 +324,40 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="print every requirement with its section and checks")
     lst.set_defaults(func=_list)
     fuzz = sub.add_parser("fuzz", help="run the stateful Hypothesis machine against the host")
-    fuzz.add_argument("--max-examples", type=int, default=100)
+    fuzz.add_argument("--max-examples", type=int, default=100,
+                      help="examples per run (per batch of a campaign)")
     fuzz.add_argument("--steps", type=int, default=30, help="steps per example")
-    fuzz.add_argument("--seed", type=int, default=None, help="reproduce a run")
+    fuzz.add_argument("--seed", type=int, default=None,
+                      help="repeat a search; only on the same code (the printed program "
+                           "and the example database reproduce a failure anywhere)")
     fuzz.add_argument("--profile", default="reference", choices=sorted(PROFILES))
+    fuzz.add_argument("--mutant", metavar="NAME",
+                      help="fuzz a faulty host of the zoo (refsim mutants) instead")
+    fuzz.add_argument("--jobs", type=int, default=1,
+                      help="processes, each with its own seeds, over one example database")
+    fuzz.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                      help="keep starting batches of --max-examples until this many seconds "
+                           "have passed (the batch under way finishes)")
+    fuzz.add_argument("--database", metavar="DIR",
+                      help="a Hypothesis example database (a directory): a counterexample "
+                           "found is saved there and replayed first on the next run")
+    fuzz.add_argument("--replay", action="store_true",
+                      help="only replay what --database holds; generate nothing")
     _add_remote_options(fuzz)
     fuzz.set_defaults(func=_fuzz)
+    bench = sub.add_parser("bench", help="measure replay, recording, derivation, the machine, "
+                                         "check and mutants beside calibrations; print "
+                                         "each figure with its target")
+    bench.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    bench.add_argument("--skip-slow", action="store_true",
+                       help="leave out `refsim mutants` (minutes)")
+    bench.set_defaults(func=_bench, bench_target=None)
+    bench_sub = bench.add_subparsers(dest="bench_target")
+    bench_http = bench_sub.add_parser("http", help="the HTTP server under concurrent clients")
+    bench_http.add_argument("--clients", type=int, default=8)
+    bench_http.add_argument("--seconds", type=float, default=10.0)
+    bench_http.add_argument("--json", dest="http_json", metavar="PATH",
+                            help="write the figures as JSON")
     mutants = sub.add_parser("mutants", help="run the checker and the machine against every "
                                              "faulty host of the zoo; print the kill matrix")
     mutants.add_argument("--json", metavar="PATH", help="write the kill matrix as JSON")

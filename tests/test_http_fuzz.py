@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from refsim import SimHost
 from refsim.testing.fuzz import run_machine
 from refsim.wire.http import HttpClient, background
 
 
+@pytest.mark.slow
 def test_fuzz_over_http_passes_against_refsim_serve() -> None:
     with background(SimHost()) as server:
         client = HttpClient(server.url)

@@ -12,7 +12,7 @@ import pytest
 from refsim.check.mutants import judge_mutant, kill_matrix, print_matrix, write_json
 from refsim.check.zoo import ZOO, mutant
 
-from .machine_runs import against
+from .machine_runs import against, killed
 
 
 def test_the_zoo_has_at_least_twenty_six_documented_faulty_hosts() -> None:
@@ -28,13 +28,26 @@ def test_the_checker_kills_each_faulty_host(faulty: object) -> None:
     assert kill.killed, f"{kill.mutant.name} survives the checker"
 
 
-@pytest.mark.parametrize(("name", "requirement"), [
+CRITICAL_KILLS = [
     ("words-non-terminal-differently", "refsim.requirement.0252.source-uniform-body"),
     ("serves-miss-live", "refsim.requirement.0252.fail-closed-miss"),
     ("accepts-foreign-source", "openwop.requirement.0252.source-refused"),
     ("keeps-copy-after-erasure", "refsim.requirement.0252.copy-erased-with-source"),
-])
+]
+
+
+@pytest.mark.parametrize(("name", "requirement"), CRITICAL_KILLS)
 def test_the_machine_alone_kills_the_critical_faulty_hosts(name: str, requirement: str) -> None:
+    result = killed(name)  # only the kill matters here: no shrinking
+    assert not result.passed, f"the machine found nothing wrong with {name}"
+    assert result.requirement_id == requirement
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "requirement"), [
+    pytest.param(name, requirement, marks=pytest.mark.xdist_group(f"shrink-{name}"))
+    for name, requirement in CRITICAL_KILLS])
+def test_a_machine_kill_shrinks_to_a_short_program(name: str, requirement: str) -> None:
     result = against(name)
     assert not result.passed, f"the machine found nothing wrong with {name}"
     assert result.requirement_id == requirement

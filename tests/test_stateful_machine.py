@@ -20,6 +20,7 @@ TestRecordedFixtures.settings = settings(max_examples=60, stateful_step_count=25
                                          suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.slow
 def test_the_machine_passes_on_the_reference_host_and_reaches_every_critical_branch() -> None:
     result = run_machine(lambda: SimHost(seed=0), max_examples=150, steps=30, seed_value=1)
     assert result.passed, result.message
@@ -32,6 +33,8 @@ def test_the_machine_passes_on_the_reference_host_and_reaches_every_critical_bra
         assert branch in text
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("shrink-words-non-terminal-differently")  # shares the shrunk run
 def test_a_counterexample_names_its_requirement_and_prints_a_short_program() -> None:
     result = against("words-non-terminal-differently")
     assert not result.passed
@@ -45,6 +48,8 @@ def test_a_counterexample_names_its_requirement_and_prints_a_short_program() -> 
     assert "record_waiting_run" in text  # the non-terminal run whose refusal reads differently
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("shrink-serves-miss-live")  # shares the shrunk run
 def test_the_printed_program_is_valid_python_that_reproduces_on_the_faulty_host() -> None:
     broken = mutant("serves-miss-live")
     result = against("serves-miss-live")

@@ -7,14 +7,60 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
+from collections.abc import Callable
 from typing import Any
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            allow_nan=False)
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _c_encoder() -> Callable[[Any], str] | None:
+    """The C encoder built once, not once per call as `JSONEncoder.encode` does (half the
+    cost of a small dict). It keeps no circular-reference markers (a cycle ends in
+    RecursionError, which `canonical` reports as ValueError). None when this Python's
+    encoder does not take the arguments it is probed with."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encode = make(None, _refuse, json.encoder.encode_basestring, None, ":", ",",
+                      True, False, False)
+
+        def run(value: Any) -> str:
+            return "".join(encode(value, 0))
+
+        probe = {"b": [1, 2.5, "é\n", None, True], "a": {"y": -0.0, "x": 10**20}}
+        if run(probe) != _ENCODER.encode(probe) or run("s") != '"s"':
+            return None
+        try:
+            run(float("nan"))
+        except ValueError:
+            return run
+        return None
+    except Exception:  # a different signature: fall back to the documented encoder
+        return None
+
+
+_ENCODE: Callable[[Any], str] = _c_encoder() or _ENCODER.encode
 
 
 def canonical(value: Any) -> str:
     """A deterministic JSON text: sorted keys, compact separators, UTF-8 kept, and an
     integral number written the same whether it arrived as 1 or 1.0 (as RFC 8785 does)."""
-    return json.dumps(_numbers(value), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False, allow_nan=False)
+    try:
+        text = _ENCODE(value)
+        # An integral float below 2**53 always prints with a ".": without one in the text
+        # there is nothing to rewrite, and the value need not be walked (the common case).
+        if "." not in text:
+            return text
+        return _ENCODE(_numbers(value))
+    except RecursionError as exc:
+        raise ValueError("the value is too deep or circular to be JSON") from exc
 
 
 def _numbers(value: Any) -> Any:

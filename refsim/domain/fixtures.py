@@ -47,12 +47,15 @@ class FixtureMatcher:
     _exact: dict[tuple[str, str], list[int]] = attrs.field(init=False, factory=dict)
     _any_args: dict[str, list[int]] = attrs.field(init=False, factory=dict)
     _next: dict[object, int] = attrs.field(init=False, factory=dict)
+    # Tools some exact-args entry names: a call to any other tool needs no canonical form.
+    _exact_tools: set[str] = attrs.field(init=False, factory=set)
     lookups: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
         for index, entry in enumerate(self.entries):
             if entry.has_args:
                 self._exact.setdefault((entry.tool, canonical(entry.args)), []).append(index)
+                self._exact_tools.add(entry.tool)
             else:
                 self._any_args.setdefault(entry.tool, []).append(index)
 
@@ -69,15 +72,27 @@ class FixtureMatcher:
     def select(self, tool: str, args: Any) -> FixtureEntry | None:
         """Consume and return the entry that serves this call, or None on a miss."""
         self.lookups += 1
-        exact_key = (tool, canonical(args))
-        exact = self._head(exact_key, self._exact.get(exact_key))
-        loose = self._head(tool, self._any_args.get(tool))
-        if exact is None and loose is None:
+        nxt = self._next
+        loose: int | None = None
+        bucket = self._any_args.get(tool)
+        if bucket:
+            pos = nxt.get(tool, 0)
+            if pos < len(bucket):
+                loose = bucket[pos]
+        exact: int | None = None
+        if tool in self._exact_tools:
+            exact_key = (tool, canonical(args))
+            bucket = self._exact.get(exact_key)
+            if bucket:
+                pos = nxt.get(exact_key, 0)
+                if pos < len(bucket):
+                    exact = bucket[pos]
+        if exact is not None and (loose is None or exact < loose):
+            nxt[exact_key] = nxt.get(exact_key, 0) + 1
+            return self.entries[exact]
+        if loose is None:
             return None
-        if loose is None or (exact is not None and exact < loose):
-            self._next[exact_key] = self._next.get(exact_key, 0) + 1
-            return self.entries[exact]  # type: ignore[index]
-        self._next[tool] = self._next.get(tool, 0) + 1
+        nxt[tool] = nxt.get(tool, 0) + 1
         return self.entries[loose]
 
     @property

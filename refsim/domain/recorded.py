@@ -5,6 +5,7 @@ Each piece is a small component a faulty host can swap for a broken twin.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -53,13 +54,17 @@ class SourcePolicy:
         return run
 
 
+_BY_SEQUENCE = operator.attrgetter("sequence")
+
+
 class Deriver:
     """§D: one exact-args entry per call of the eval's agent, delegates excluded, in order."""
 
     def derive(self, core: HostView, source: RunRecord, agent_id: str) -> tuple[FixtureEntry, ...]:
         calls = sorted((c for c in source.held_calls if c.agent_id == agent_id),
-                       key=lambda c: c.sequence)
-        return tuple(self.entry(c) for c in calls)
+                       key=_BY_SEQUENCE)
+        entry = self.entry
+        return tuple([entry(c) for c in calls])
 
     @staticmethod
     def entry(call: HeldCall) -> FixtureEntry:

@@ -1,13 +1,22 @@
 """Runs the stateful machine and reports: a counterexample with its requirement id and a
-pasteable program, or the step and branch counts of a clean run."""
+pasteable program, or the step and branch counts of a clean run; and campaigns of several
+processes over one Hypothesis example database."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TextIO
+import collections
+import multiprocessing
+import shlex
+import time
+import unittest
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any, TextIO
 
 import attrs
-from hypothesis import HealthCheck, seed, settings
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.stateful import get_state_machine_test
 
 from refsim.testing.stateful import (
@@ -19,6 +28,10 @@ from refsim.testing.stateful import (
 from refsim.wire.client import HostClient
 
 INVARIANT_CALLS = ("live_state_agrees", "erasure_reaches_copies", "refusals_uniform")
+# Without the shrink phase a failure is reported as found: enough where only "is it
+# killed" matters, and seconds cheaper than a shrunk counterexample.
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
+REPLAY_ONLY = (Phase.explicit, Phase.reuse)
 
 
 @attrs.frozen
@@ -39,18 +52,38 @@ class FuzzResult:
                    and not any(f"state.{name}()" in line for name in INVARIANT_CALLS))
 
 
+def example_database(database: ExampleDatabase | str | Path | None) -> ExampleDatabase | None:
+    """A Hypothesis example database: a directory path becomes a
+    `DirectoryBasedExampleDatabase` (safe to share between processes)."""
+    if database is None or isinstance(database, ExampleDatabase):
+        return database
+    return DirectoryBasedExampleDatabase(str(database))
+
+
 def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: int,
                 seed_value: int | None = None, extended: bool = True,
-                keys: dict[str, str] | None = None) -> FuzzResult:
+                keys: dict[str, str] | None = None, shrink: bool = True,
+                database: ExampleDatabase | str | Path | None = None,
+                replay_only: bool = False) -> FuzzResult:
+    """Run the machine once. `shrink=False` reports a failure as found (no shrink phase);
+    `database` keeps failures there and replays them first (Hypothesis's key for the
+    machine derives from the machine class, the same in every process and run);
+    `replay_only` runs only what the database holds."""
     machine = machine_for(factory, extended=extended, keys=keys)
+    phases: Sequence[Phase] = (REPLAY_ONLY if replay_only
+                               else tuple(Phase) if shrink else NO_SHRINK)
+    db = example_database(database)
     config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
-                      database=None, print_blob=False,
-                      suppress_health_check=list(HealthCheck))
+                      database=db, print_blob=False,
+                      phases=phases, suppress_health_check=list(HealthCheck))
     test = get_state_machine_test(machine, settings=config)
     if seed_value is not None:
-        test = seed(seed_value)(test)
+        test = _seeded(test, seed_value, db)
     try:
         test()
+    except unittest.SkipTest:
+        # Only the reuse phase and nothing saved under this machine's key: nothing to run.
+        return FuzzResult(True, None, "", (), (), machine)
     except RequirementViolated as exc:
         notes = tuple(getattr(exc, "__notes__", ()))
         program = tuple(line for line in notes if _is_program(line))
@@ -61,31 +94,256 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
     return FuzzResult(True, None, "", (), (), machine)
 
 
+def _seeded(test: Callable[..., None], seed_value: int,
+            db: ExampleDatabase | None) -> Callable[..., None]:
+    """`@seed`, keeping the database. Hypothesis's `seed` turns the database off (a seeded
+    run is meant to repeat, not to learn); a campaign wants both: its own seed per job and
+    batch, and one shared database. The settings attribute is the one `seed` itself sets."""
+    test = seed(seed_value)(test)
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if db is not None and isinstance(current, settings):
+        test._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+            current, database=db)
+    return test
+
+
 def _is_program(line: str) -> bool:
     return line.startswith(("state", "runs_", "evals_", "tenants_"))
+
+
+def _print_counterexample(requirement_id: str | None, message: str, narrative: Sequence[str],
+                          program: Sequence[str], steps: int, out: TextIO) -> None:
+    print(f"COUNTEREXAMPLE for {requirement_id}", file=out)
+    print(f"  {message}", file=out)
+    print("\nWhat happened:", file=out)
+    for line in narrative:
+        print(f"  {line}", file=out)
+    print(f"\nThe program ({steps} steps), pasteable into a test:", file=out)
+    print("  from refsim.testing.stateful import RecordedFixturesMachine", file=out)
+    for line in program:
+        if any(f"state.{name}()" in line for name in INVARIANT_CALLS):
+            continue
+        print(f"  {line}", file=out)
+
+
+def _print_branches(branches: collections.Counter[str], out: TextIO) -> int:
+    for branch, count in sorted(branches.items()):
+        print(f"  {branch:<28} {count}", file=out)
+    missing = unreached(branches)
+    if missing:
+        print("FAILED: critical branches never reached: " + ", ".join(missing), file=out)
+        return 1
+    return 0
 
 
 def report(result: FuzzResult, out: TextIO) -> int:
     machine = result.machine
     if not result.passed:
-        print(f"COUNTEREXAMPLE for {result.requirement_id}", file=out)
-        print(f"  {result.message}", file=out)
-        print("\nWhat happened:", file=out)
-        for line in result.narrative:
-            print(f"  {line}", file=out)
-        print(f"\nThe program ({result.steps} steps), pasteable into a test:", file=out)
-        print("  from refsim.testing.stateful import RecordedFixturesMachine", file=out)
-        for line in result.program:
-            if any(f"state.{name}()" in line for name in INVARIANT_CALLS):
-                continue
-            print(f"  {line}", file=out)
+        _print_counterexample(result.requirement_id, result.message, result.narrative,
+                              result.program, result.steps, out)
         return 1
     print(f"passed: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
           f"{machine.requests_made} request(s)", file=out)
-    for branch, count in sorted(machine.branches.items()):
-        print(f"  {branch:<28} {count}", file=out)
-    missing = unreached(machine.branches)
-    if missing:
-        print("FAILED: critical branches never reached: " + ", ".join(missing), file=out)
-        return 1
-    return 0
+    return _print_branches(machine.branches, out)
+
+
+# ----------------------------------------------------------------------------- campaigns
+
+
+@attrs.frozen
+class FuzzTarget:
+    """The host a campaign fuzzes, in a form another process can rebuild: a profile of
+    the built-in host, a faulty host of the zoo (`mutant`), or a host over HTTP."""
+
+    profile: str = "reference"
+    mutant: str | None = None
+    base_url: str | None = None
+    keys: dict[str, str] | None = None
+    extended: bool = True
+
+    def factory(self) -> Callable[[], HostClient]:
+        from refsim.host import SimHost
+
+        if self.base_url is not None:
+            from refsim.wire.http import HttpClient
+            client = HttpClient(self.base_url)
+            return lambda: client
+        if self.mutant is not None:
+            from refsim.check.zoo import mutant
+            components = mutant(self.mutant).components
+            return lambda: SimHost(seed=0, components=components())
+        from refsim.domain.profile import profile_named
+        profile = profile_named(self.profile)
+        return lambda: SimHost(seed=0, profile=profile)
+
+    def options(self) -> list[str]:
+        """The `refsim fuzz` options that name this target (keys are never printed)."""
+        if self.base_url is not None:
+            return ["--base-url", self.base_url]
+        if self.mutant is not None:
+            return ["--mutant", self.mutant]
+        return ["--profile", self.profile]
+
+
+def replay_command(target: FuzzTarget, database: str | Path, steps: int) -> str:
+    """The command that replays, from the database, the counterexample a run saved there."""
+    words = ["refsim", "fuzz", "--replay", "--database", str(database), "--steps", str(steps),
+             *target.options()]
+    return shlex.join(words)
+
+
+@attrs.frozen
+class Failure:
+    requirement_id: str | None
+    message: str
+    program: tuple[str, ...]
+    narrative: tuple[str, ...]
+    steps: int
+    job: int
+    seed: int
+
+
+@attrs.frozen
+class JobOutcome:
+    job: int
+    seeds: tuple[int, ...]
+    examples: int
+    steps: int
+    requests: int
+    branches: dict[str, int]
+    failure: Failure | None
+
+
+@attrs.frozen
+class CampaignResult:
+    jobs: int
+    elapsed: float
+    outcomes: tuple[JobOutcome, ...]
+    first_failure: Failure | None
+
+    @property
+    def branches(self) -> collections.Counter[str]:
+        total: collections.Counter[str] = collections.Counter()
+        for outcome in self.outcomes:
+            total.update(outcome.branches)
+        return total
+
+    @property
+    def passed(self) -> bool:
+        return self.first_failure is None
+
+
+_STOP: Any = None  # a multiprocessing Event, set when any job finds a counterexample
+
+
+def _init_job(stop: Any) -> None:
+    global _STOP
+    _STOP = stop
+
+
+def batch_seed(base_seed: int, job: int, jobs: int, batch: int) -> int:
+    """Seeds never repeat between jobs or batches of one campaign."""
+    return base_seed + batch * jobs + job
+
+
+def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline: float | None,
+            max_examples: int, steps: int, database: str | None,
+            shrink: bool = True) -> JobOutcome:
+    """One process of a campaign: batches of `max_examples`, each with its own seed, until
+    the deadline (time.time()) passes, another job has failed, or this one fails."""
+    factory = target.factory()
+    seeds: list[int] = []
+    examples = steps_taken = requests = 0
+    branches: collections.Counter[str] = collections.Counter()
+    failure = None
+    batch = 0
+    while True:
+        seed_value = batch_seed(base_seed, job, jobs, batch)
+        seeds.append(seed_value)
+        result = run_machine(factory, max_examples=max_examples, steps=steps,
+                             seed_value=seed_value, extended=target.extended,
+                             keys=target.keys, database=database, shrink=shrink)
+        machine = result.machine
+        examples += machine.examples_run
+        steps_taken += machine.steps_taken
+        requests += machine.requests_made
+        branches.update(machine.branches)
+        if not result.passed:
+            failure = Failure(result.requirement_id, result.message, result.program,
+                              result.narrative, result.steps, job, seed_value)
+            if _STOP is not None:
+                _STOP.set()
+            break
+        batch += 1
+        if deadline is None or time.time() >= deadline or (_STOP is not None
+                                                           and _STOP.is_set()):
+            break
+    return JobOutcome(job, tuple(seeds), examples, steps_taken, requests, dict(branches),
+                      failure)
+
+
+def campaign(target: FuzzTarget, *, jobs: int, duration: float | None, max_examples: int,
+             steps: int, base_seed: int, database: str | None,
+             shrink: bool = True) -> CampaignResult:
+    """`jobs` processes over one example database, each starting batches until `duration`
+    seconds have passed (the batch under way finishes); the first counterexample stops
+    every job at its next batch. `shrink=False` reports counterexamples as found."""
+    started = time.time()
+    deadline = None if duration is None else started + duration
+    context = multiprocessing.get_context("spawn")  # no forked threads or locks
+    stop = context.Event()
+    outcomes: list[JobOutcome] = []
+    first: Failure | None = None
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_job,
+                             initargs=(stop,)) as pool:
+        pending = {pool.submit(run_job, target, job=j, jobs=jobs, base_seed=base_seed,
+                               deadline=deadline, max_examples=max_examples, steps=steps,
+                               database=database, shrink=shrink) for j in range(jobs)}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: f.result().job):
+                outcome = future.result()
+                outcomes.append(outcome)
+                if first is None and outcome.failure is not None:
+                    first = outcome.failure
+    outcomes.sort(key=lambda o: o.job)
+    return CampaignResult(jobs, time.time() - started, tuple(outcomes), first)
+
+
+def report_campaign(result: CampaignResult, out: TextIO, *, target: FuzzTarget,
+                    database: str | None, steps: int) -> int:
+    examples = sum(o.examples for o in result.outcomes)
+    print(f"campaign: {result.jobs} job(s), {result.elapsed:.1f} s, {examples} example(s), "
+          f"{sum(o.steps for o in result.outcomes)} step(s), "
+          f"{sum(o.requests for o in result.outcomes)} request(s)", file=out)
+    for o in result.outcomes:
+        verdict = "counterexample" if o.failure is not None else "passed"
+        print(f"  job {o.job}: {len(o.seeds)} batch(es), seeds {o.seeds[0]}..{o.seeds[-1]}, "
+              f"{o.examples} example(s): {verdict}", file=out)
+    print("combined branch counts:", file=out)
+    code = _print_branches(result.branches, out)
+    failure = result.first_failure
+    if failure is None:
+        return code
+    print(f"\nfirst counterexample: job {failure.job}, seed {failure.seed}", file=out)
+    _print_counterexample(failure.requirement_id, failure.message, failure.narrative,
+                          failure.program, failure.steps, out)
+    print_reproduction(out, target=target, database=database, steps=steps,
+                       seed_value=failure.seed)
+    return 1
+
+
+def print_reproduction(out: TextIO, *, target: FuzzTarget, database: str | None, steps: int,
+                       seed_value: int | None) -> None:
+    """What reproduces the failure just printed, and how far each promise goes."""
+    print("\nTo reproduce it:", file=out)
+    print("  - the program above, pasted into a test: always", file=out)
+    if database is not None:
+        print(f"  - from the example database: {replay_command(target, database, steps)}",
+              file=out)
+    else:
+        print("  - run with --database DIR to keep it in an example database and replay it "
+              "from there", file=out)
+    if seed_value is not None:
+        print(f"  - --seed {seed_value} repeats the search only on this same code (refsim, "
+              "Hypothesis and what they import)", file=out)

@@ -1,0 +1,343 @@
+"""`refsim bench`: the speed figures of issue 12, each beside a calibration measured in the
+same run (so a busy machine shows in both) and its target.
+
+Targets live here, in the output, and never in timed tests. In-process figures are CPU
+time of this process (on a machine shared with other work, wall time mostly measures the
+others); whole-process figures are wall time, as a user waits for them.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+
+from refsim.domain.canonical import canonical
+from refsim.domain.core import gc_paused
+from refsim.domain.tools import COUNTER
+from refsim.host import SimHost
+
+AGENT = "refsim.bench:loop"
+SOURCE_SUITE = "conformance-eval-recorded-source"
+REPLAY_SUITE = "conformance-eval-recorded-replay"
+TASK = "record"
+API_KEY = "hk_test_acme"
+# CPU time of this process: what the work costs, whoever else shares the cores.
+cpu = time.process_time
+
+
+@attrs.frozen
+class Figure:
+    """One line of the bench: a figure, its calibration, and its target."""
+
+    key: str
+    figure: str
+    value: float
+    unit: str
+    calibration: str
+    calibration_value: float
+    calibration_unit: str
+    target: float
+    target_unit: str  # the unit the target is stated in: `unit`, or "x" for a ratio
+    clock: str = "cpu"  # cpu: this process's CPU time; wall: a whole process, waited for
+
+    @property
+    def ratio(self) -> float:
+        """Value over calibration, in the same unit."""
+        return self.value / self.calibration_value if self.calibration_value else float("inf")
+
+    @property
+    def judged(self) -> float:
+        """What the target bounds: the ratio for a target in "x", else the value."""
+        return self.ratio if self.target_unit == "x" else self.value
+
+    @property
+    def met(self) -> bool:
+        return self.judged <= self.target
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "figure": self.figure, "value": self.value, "unit": self.unit,
+                "calibration": {"name": self.calibration, "value": self.calibration_value,
+                                "unit": self.calibration_unit},
+                "ratio": self.ratio, "target": {"max": self.target, "unit": self.target_unit},
+                "clock": self.clock, "met": self.met}
+
+
+# ----------------------------------------------------------------------------- workload
+
+
+def call_args(i: int) -> dict[str, Any]:
+    """The arguments of the i-th call: a counter increment over a hundred keys."""
+    return {"op": "inc", "key": f"k{i % 100}"}
+
+
+@attrs.frozen
+class LoopAgent:
+    """An agent that makes `calls` counter calls, whatever its input."""
+
+    calls: int
+
+    def run(self, ctx: Any, task_input: Any) -> Any:
+        for i in range(self.calls):
+            ctx.call(COUNTER, call_args(i))
+        return "recorded"
+
+
+def _eval(host: SimHost, agent_id: str, fixture_runs: dict[str, str] | None = None) -> str:
+    body: dict[str, Any] = {"mode": "eval", "agentId": agent_id,
+                            "evalSuiteRef": REPLAY_SUITE if fixture_runs else SOURCE_SUITE}
+    if fixture_runs:
+        body["fixtureRuns"] = fixture_runs
+    r = host.request("POST", "/runs", api_key=API_KEY, json=body)
+    if r.status != 201 or not isinstance(r.json, dict):
+        raise RuntimeError(f"the bench's eval run was refused: {r.status} {r.json}")
+    run_id: str = r.json["runId"]
+    return run_id
+
+
+@attrs.frozen
+class Timed:
+    record: float
+    replay: float
+    host: SimHost
+    source: str
+
+
+def record_and_replay(calls: int) -> Timed:
+    """Record a `calls`-call source through `SimHost` and replay it; times each request."""
+    host = SimHost(seed=0)
+    agent_id = f"{AGENT}-{calls}"
+    host.register_agent(agent_id, LoopAgent(calls))
+    # Each timed request starts from a collected heap, so it is not billed for the
+    # collection of what came before it.
+    gc.collect()
+    start = cpu()
+    source = _eval(host, agent_id)
+    recorded = cpu()
+    gc.collect()
+    restart = cpu()
+    replay_id = _eval(host, agent_id, {TASK: source})
+    replayed = cpu()
+    summary = host.request("GET", f"/runs/{replay_id.replace('/', '~2F')}/eval-summary",
+                           api_key=API_KEY).json or {}
+    tasks = summary.get("tasks") or [{}]
+    if tasks[0].get("fixtureMissCount") != 0 or not summary.get("passed"):
+        raise RuntimeError(f"the bench's replay did not replay cleanly: {summary}")
+    return Timed(recorded - start, replayed - restart, host, source)
+
+
+def best(times: int, measure: Callable[[], float]) -> float:
+    """The least of `times` measurements: the run least disturbed by other work."""
+    return min(measure() for _ in range(times))
+
+
+def canonical_per_call(calls: int) -> float:
+    """Seconds per call of canonical JSON, by the standard library (sorted keys, compact),
+    over the same arguments the workload passes: a yardstick refsim's own speed-ups do not
+    move (refsim's `canonical` is faster)."""
+    args = [call_args(i) for i in range(calls)]
+
+    def once() -> float:
+        start = cpu()
+        for a in args:
+            json.dumps(a, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                       allow_nan=False)
+        return (cpu() - start) / calls
+    if any(json.dumps(a, sort_keys=True, separators=(",", ":")) != canonical(a)
+           for a in args[:100]):
+        raise RuntimeError("the calibration no longer encodes what canonical() does")
+    return best(5, once)
+
+
+def derive_seconds(timed: Timed, calls: int) -> float:
+    """Seconds the deriver takes over the recorded source, paused GC as in the core."""
+    core = timed.host.core
+    source = next(r for r in core.runs.values() if r.run_id.bound == timed.source)
+    agent_id = f"{AGENT}-{calls}"
+
+    def once() -> float:
+        gc.collect()
+        with gc_paused():
+            start = cpu()
+            entries = core.components.deriver.derive(core, source, agent_id)
+            elapsed = cpu() - start
+        if len(entries) != calls:
+            raise RuntimeError(f"derived {len(entries)} entries from {calls} calls")
+        return elapsed
+    return best(3, once)
+
+
+# ----------------------------------------------------------------------------- machines
+
+
+def trivial_machine_seconds(max_examples: int, steps: int) -> float:
+    """A RuleBasedStateMachine with one rule and one invariant, same settings as refsim's."""
+    from hypothesis import HealthCheck, seed, settings
+    from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, invariant, rule
+    from hypothesis.strategies import integers
+
+    class Trivial(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.total = 0
+
+        @rule(n=integers(0, 10))
+        def add(self, n: int) -> None:
+            self.total += n
+
+        @invariant()
+        def non_negative(self) -> None:
+            assert self.total >= 0
+
+    config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
+                      database=None, print_blob=False, suppress_health_check=list(HealthCheck))
+    test = seed(0)(get_state_machine_test(Trivial, settings=config))
+    start = cpu()
+    test()
+    return cpu() - start
+
+
+def refsim_machine_seconds(max_examples: int, steps: int) -> float:
+    """`refsim fuzz --max-examples N --steps S` in process, through `run_machine`."""
+    from refsim.testing.fuzz import run_machine
+
+    start = cpu()
+    result = run_machine(lambda: SimHost(seed=0), max_examples=max_examples, steps=steps,
+                         seed_value=0)
+    elapsed = cpu() - start
+    if not result.passed:
+        raise RuntimeError(f"the machine failed on the reference host: {result.message}")
+    return elapsed
+
+
+def process_seconds(argv: Sequence[str], *, timeout: float = 1800.0) -> float:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, *argv], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=timeout, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"`python {' '.join(argv)}` exited {done.returncode}: "
+                           f"{done.stderr.decode(errors='replace')[-400:]}")
+    return elapsed
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def measure(*, skip_slow: bool = False, progress: TextIO | None = None) -> list[Figure]:
+    def say(text: str) -> None:
+        if progress is not None:
+            print(f"  ... {text}", file=progress, flush=True)
+
+    figures: list[Figure] = []
+    us = 1e6
+
+    say("canonical JSON of the workload's arguments")
+    canon = canonical_per_call(10_000)
+
+    say("replaying a 10k-call source (best of 3)")
+    replay_10k = best(3, lambda: record_and_replay(10_000).replay) / 10_000
+    figures.append(Figure("replay-10k", "replayed call, amortized over a 10k-call source",
+                          replay_10k * us, "us", "canonical JSON of its args (json.dumps)",
+                          canon * us, "us", 12.0, "us"))
+
+    say("0, 1k and 100k-call sources")
+    fixed = best(5, lambda: record_and_replay(0).replay)
+    per_1k = max(best(5, lambda: record_and_replay(1_000).replay) - fixed, 0.0) / 1_000
+    big = record_and_replay(100_000)
+    per_100k = max(big.replay - fixed, 0.0) / 100_000
+    figures.append(Figure("size-100k-vs-1k",
+                          "replayed call at 100k entries, against 1k (a run's fixed "
+                          f"{fixed * 1e3:.1f} ms taken out)",
+                          per_100k * us, "us", "the same at 1k entries", per_1k * us, "us",
+                          1.3, "x"))
+
+    say("deriving the fixtures of the 100k-call source")
+    derive = derive_seconds(big, 100_000)
+    figures.append(Figure("derive-100k", "deriving the fixtures of a 100k-call source",
+                          derive, "s", "json.dumps of its 100k args", canon * 100_000,
+                          "s", 0.5, "s"))
+    figures.append(Figure("record-100k", "recording a 100k-call source", big.record, "s",
+                          "json.dumps of its 100k args", canon * 100_000, "s", 2.0, "s"))
+    del big
+    gc.collect()
+
+    say("refsim's machine and a trivial one, 200 examples x 50 steps")
+    trivial = trivial_machine_seconds(200, 50)
+    machine = refsim_machine_seconds(200, 50)
+    figures.append(Figure("fuzz-200x50", "refsim fuzz --max-examples 200 --steps 50", machine,
+                          "s", "a trivial Hypothesis machine, same size", trivial, "s",
+                          4.0, "x"))
+
+    say("python -c 'import refsim' and python -m refsim check, as processes")
+    imported = best(3, lambda: process_seconds(["-c", "import refsim"]))
+    check = best(3, lambda: process_seconds(["-m", "refsim", "check"]))
+    figures.append(Figure("check-process", "refsim check, whole process", check, "s",
+                          "python -c 'import refsim'", imported, "s", 0.6, "s", "wall"))
+    if not skip_slow:
+        say("python -m refsim mutants (minutes)")
+        mutants = process_seconds(["-m", "refsim", "mutants"])
+        figures.append(Figure("mutants-process", "refsim mutants, whole process", mutants, "s",
+                              "python -c 'import refsim'", imported, "s", 90.0, "s", "wall"))
+    return figures
+
+
+def _value(value: float, unit: str) -> str:
+    if unit == "x":
+        return f"{value:.2f}x"
+    if unit == "us":
+        return f"{value:.2f} us"
+    return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
+
+
+def format_table(figures: Sequence[Figure]) -> str:
+    rows = [("figure", "value", "calibration", "ratio", "target", "verdict")]
+    for f in figures:
+        rows.append((f.figure, _value(f.value, f.unit) + ("" if f.clock == "cpu" else " wall"),
+                     f"{f.calibration} {_value(f.calibration_value, f.calibration_unit)}",
+                     f"{f.ratio:.2f}x", f"<= {_value(f.target, f.target_unit)}",
+                     "met" if f.met else "NOT MET"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+             for r in rows]
+    met = sum(1 for f in figures if f.met)
+    lines.append(f"{met}/{len(figures)} targets met")
+    return "\n".join(lines)
+
+
+def environment() -> dict[str, Any]:
+    return {"python": platform.python_version(), "implementation": platform.python_implementation(),
+            "machine": platform.machine(), "cpus": os.cpu_count(),
+            "load": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+
+
+def write_json(figures: Sequence[Figure], path: str | Path, env: dict[str, Any]) -> None:
+    doc = {"environment": env, "figures": [f.to_json() for f in figures],
+           "met": all(f.met for f in figures)}
+    Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def run(*, json_path: str | None, skip_slow: bool, out: TextIO) -> int:
+    """Measure, print the table, write `json_path`; exit 0 when every target is met, 1 when
+    one is not."""
+    env = environment()
+    print(f"refsim bench: python {env['python']}, {env['cpus']} cpu(s), load "
+          f"{' '.join(f'{x:.2f}' for x in env['load'] or [])}; calibrations measured in this "
+          "run; CPU time in process, wall time for whole processes", file=out, flush=True)
+    figures = measure(skip_slow=skip_slow, progress=out)
+    print(format_table(figures), file=out)
+    if skip_slow:
+        print("(refsim mutants left out: --skip-slow)", file=out)
+    if json_path:
+        write_json(figures, json_path, env)
+        print(f"wrote {json_path}", file=out)
+    return 0 if all(f.met for f in figures) else 1

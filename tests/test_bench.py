@@ -1,0 +1,61 @@
+"""`refsim bench`: its table and JSON say figure, value, calibration, ratio, target and
+verdict; the HTTP bench is delegated when present. No timing is asserted here."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+from contextlib import redirect_stderr
+from pathlib import Path
+
+import pytest
+
+from refsim.bench import Figure, format_table, trivial_machine_seconds, write_json
+from refsim.cli import main
+
+REPLAY = Figure("replay-10k", "replayed call", 9.0, "us", "canonical JSON", 2.0, "us", 12.0,
+                "us")
+FUZZ = Figure("fuzz-200x50", "refsim fuzz", 10.0, "s", "trivial machine", 2.0, "s", 4.0, "x")
+
+
+def test_a_figure_is_judged_by_its_value_or_by_its_ratio() -> None:
+    assert REPLAY.ratio == 4.5 and REPLAY.met  # 9 us <= 12 us, whatever the ratio
+    assert FUZZ.ratio == 5.0 and not FUZZ.met  # 5x the trivial machine > 4x
+    size = Figure("size", "at 100k", 3.0, "us", "at 1k", 2.5, "us", 1.3, "x")
+    assert size.met and size.judged == pytest.approx(1.2)
+
+
+def test_the_table_names_value_calibration_ratio_target_and_verdict() -> None:
+    text = format_table([REPLAY, FUZZ])
+    header, replay, fuzz, total = text.splitlines()
+    for word in ("figure", "value", "calibration", "ratio", "target", "verdict"):
+        assert word in header
+    assert "9.00 us" in replay and "canonical JSON 2.00 us" in replay and "4.50x" in replay
+    assert "<= 12.00 us" in replay and replay.endswith("met")
+    assert "5.00x" in fuzz and "<= 4.00x" in fuzz and fuzz.endswith("NOT MET")
+    assert total == "1/2 targets met"
+
+
+def test_the_json_holds_every_figure(tmp_path: Path) -> None:
+    path = tmp_path / "bench.json"
+    write_json([REPLAY, FUZZ], path, {"python": "3"})
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["met"] is False
+    assert [f["key"] for f in doc["figures"]] == ["replay-10k", "fuzz-200x50"]
+    assert doc["figures"][1]["calibration"] == {"name": "trivial machine", "value": 2.0,
+                                                "unit": "s"}
+    assert doc["figures"][1]["target"] == {"max": 4.0, "unit": "x"}
+
+
+def test_the_trivial_machine_runs() -> None:
+    assert trivial_machine_seconds(5, 5) > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("refsim.bench_http") is not None,
+                    reason="refsim.bench_http exists: the HTTP bench is its own module's")
+def test_bench_http_says_it_is_not_available_and_exits_2() -> None:
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert main(["bench", "http"]) == 2
+    assert "not available" in err.getvalue()

@@ -1,0 +1,127 @@
+"""Fuzzing past one machine: the example database replays a counterexample first, across
+processes; campaigns of several jobs combine their counts."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from refsim import SimHost
+from refsim.check.zoo import mutant
+from refsim.cli import main
+from refsim.testing.fuzz import (
+    FuzzResult,
+    FuzzTarget,
+    batch_seed,
+    campaign,
+    replay_command,
+    report_campaign,
+    run_machine,
+)
+from refsim.wire.client import HostClient
+
+FAULTY = "serves-miss-live"
+STEPS = 20
+
+
+def _faulty_factory(made: list[int]) -> HostClient:
+    made.append(1)
+    return SimHost(seed=0, components=mutant(FAULTY).components())
+
+
+def _plant(db: Path) -> FuzzResult:
+    """Find a counterexample against the faulty host, without shrinking, into `db`."""
+    planted = run_machine(lambda: _faulty_factory([]), max_examples=200, steps=STEPS,
+                          seed_value=0, shrink=False, database=db)
+    assert not planted.passed, "the machine should kill serves-miss-live"
+    assert db.is_dir() and any(db.rglob("*")), "nothing was saved in the database"
+    return planted
+
+
+def test_a_planted_counterexample_is_replayed_on_the_first_example(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    planted = _plant(db)
+    made: list[int] = []
+    # A new machine class over a new factory: the key is the machine's, not the factory's.
+    again = run_machine(lambda: _faulty_factory(made), max_examples=1, steps=STEPS,
+                        shrink=False, database=db)
+    assert not again.passed
+    assert again.requirement_id == planted.requirement_id
+    # One host for the replayed example, one for Hypothesis's final run that reports it.
+    assert len(made) <= 2, f"{len(made)} examples before the saved failure came back"
+
+
+def test_the_replay_command_finds_it_in_another_process(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    planted = _plant(db)
+    command = replay_command(FuzzTarget(mutant=FAULTY), db, STEPS)
+    assert command.startswith("refsim fuzz --replay --database ")
+    argv = command.split()[2:]
+    done = subprocess.run([sys.executable, "-m", "refsim", "fuzz", *argv],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"COUNTEREXAMPLE for {planted.requirement_id}" in done.stdout
+    assert command in done.stdout  # and it prints the command that replays it again
+
+
+def test_replay_against_a_sound_host_reports_nothing_failed(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    _plant(db)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["fuzz", "--replay", "--database", str(db), "--steps", str(STEPS)])
+    assert code == 0
+    assert "nothing failed" in out.getvalue()
+
+
+def test_replay_needs_a_database_and_runs_once() -> None:
+    with redirect_stderr(io.StringIO()) as err:
+        assert main(["fuzz", "--replay"]) == 2
+        assert main(["fuzz", "--replay", "--database", "db", "--jobs", "2"]) == 2
+        assert main(["fuzz", "--jobs", "0"]) == 2
+    assert "--database DIR" in err.getvalue() and "no --jobs" in err.getvalue()
+
+
+def test_batch_seeds_never_repeat_across_jobs_and_batches() -> None:
+    seeds = {batch_seed(7, job, 3, batch) for job in range(3) for batch in range(5)}
+    assert len(seeds) == 15
+
+
+@pytest.mark.slow
+def test_a_campaign_of_two_jobs_combines_counts_and_shares_the_database(
+        tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    result = campaign(FuzzTarget(), jobs=2, duration=None, max_examples=4, steps=5,
+                      base_seed=11, database=str(db))
+    assert result.passed
+    assert [o.job for o in result.outcomes] == [0, 1]
+    assert [o.seeds for o in result.outcomes] == [(11,), (12,)]
+    assert all(o.examples >= 4 for o in result.outcomes)
+    combined = result.branches
+    assert sum(combined.values()) == sum(sum(o.branches.values()) for o in result.outcomes)
+    assert sum(combined.values()) > 0
+    out = io.StringIO()
+    report_campaign(result, out, target=FuzzTarget(), database=str(db), steps=5)
+    assert "campaign: 2 job(s)" in out.getvalue()
+    assert "combined branch counts:" in out.getvalue()
+
+
+@pytest.mark.slow
+def test_a_campaign_reports_the_first_counterexample_and_how_to_replay_it(
+        tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    target = FuzzTarget(mutant=FAULTY)
+    result = campaign(target, jobs=2, duration=None, max_examples=200, steps=STEPS,
+                      base_seed=0, database=str(db), shrink=False)
+    assert not result.passed and result.first_failure is not None
+    assert result.first_failure.requirement_id == "refsim.requirement.0252.fail-closed-miss"
+    out = io.StringIO()
+    assert report_campaign(result, out, target=target, database=str(db), steps=STEPS) == 1
+    text = out.getvalue()
+    assert "first counterexample: job" in text
+    assert replay_command(target, str(db), STEPS) in text
