@@ -19,6 +19,7 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from refsim import paths
+from refsim.domain.canonical import canonical
 
 BASE = "https://refsim.invalid/schemas/"
 
@@ -106,3 +107,24 @@ def issues(ref: str, instance: Any, max_issues: int | None = None) -> list[Schem
 
 def is_valid(ref: str, instance: Any) -> bool:
     return bool(validator(ref).is_valid(instance))
+
+
+_SCRIPT_VERDICTS: dict[str, bool] = {}
+_SCRIPT_VERDICTS_MAX = 4096
+
+
+def valid_script(script: Any) -> bool:
+    """Whether `script` validates against script.schema.json, remembered by canonical form:
+    the schema is fixed for the process, a validation costs milliseconds and a canonical
+    form microseconds, and fuzzing sends the same few scripts again and again."""
+    try:
+        key = canonical(script)
+    except (TypeError, ValueError):
+        return is_valid("script.schema.json", script)
+    verdict = _SCRIPT_VERDICTS.get(key)
+    if verdict is None:
+        verdict = is_valid("script.schema.json", script)
+        if len(_SCRIPT_VERDICTS) >= _SCRIPT_VERDICTS_MAX:
+            _SCRIPT_VERDICTS.clear()
+        _SCRIPT_VERDICTS[key] = verdict
+    return verdict

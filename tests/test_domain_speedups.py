@@ -17,9 +17,10 @@ from refsim.bench import LoopAgent, record_and_replay
 from refsim.domain import canonical as canonical_module
 from refsim.domain.canonical import canonical, is_json_value
 from refsim.domain.clock import EPOCH, LogicalClock
-from refsim.domain.core import gc_paused, valid_script
+from refsim.domain.core import gc_paused
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
 from refsim.domain.ids import OPAQUE_RE, IdMinter
+from refsim.schemas import valid_script
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**60), 2**60)

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from refsim.domain.canonical import canonical
+from refsim.domain.commands import CreateEval, CreateRun
 from refsim.domain.core import (
     Components,
     Echo,
@@ -119,10 +120,10 @@ class _AcceptsLiveShadow(RequestRules):
 
 
 class _AcceptsWithoutMode(RequestRules):
-    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
-        if "fixtureRuns" in body and body.get("mode") != "eval":
+    def fixture_runs_gate(self, core: HostCore, command: CreateRun) -> Refusal | None:
+        if command.fixture_runs is not None and not isinstance(command, CreateEval):
             return None
-        return super().fixture_runs_gate(core, body)
+        return super().fixture_runs_gate(core, command)
 
 
 class _AcceptsForeign(SourcePolicy):
@@ -278,11 +279,11 @@ class _OrderOracle(RequestRules):
     """Looks the named sources up before refusing fixtureRuns without mode eval, and words
     the refusal by what it found."""
 
-    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
-        refusal = super().fixture_runs_gate(core, body)
-        if refusal is not None and body.get("mode") != "eval" \
-                and isinstance(body.get("fixtureRuns"), dict):
-            named = [parse_bound(v) for v in body["fixtureRuns"].values()]
+    def fixture_runs_gate(self, core: HostCore, command: CreateRun) -> Refusal | None:
+        refusal = super().fixture_runs_gate(core, command)
+        if refusal is not None and not isinstance(command, CreateEval) \
+                and command.fixture_runs is not None:
+            named = [parse_bound(v) for v in command.fixture_runs.values()]
             if any(r is not None and r in core.runs for r in named):
                 return validation("fixtureRuns is only meaningful with mode eval "
                                   "(the named run exists)", field="fixtureRuns")
@@ -426,21 +427,18 @@ class _WipesAllCopies(CopyStore):
         return count
 
 
-def _without_matching(profile: HostProfile) -> HostProfile:
-    return _AdvertisesWithoutMatching(**{f.name: getattr(profile, f.name)
-                                         for f in attrs.fields(HostProfile)})
-
-
-@attrs.frozen
-class _AdvertisesWithoutMatching(HostProfile):
+def _without_matching(host: SimHost, method: str, target: str, headers: dict[str, str],
+                      body: bytes | None, response: Response) -> Response:
     """Lies in discovery: recordedFixtures without fixtureMatching."""
-
-    def agents_family(self) -> dict[str, Any] | None:
-        family = super().agents_family()
-        assert family is not None
-        family["evalSuite"].pop("fixtureMatching", None)
-        family["evalSuite"]["recordedFixtures"] = True
-        return family
+    if not target.startswith("/.well-known/openwop") or not isinstance(response.json, dict):
+        return response
+    doc = json.loads(json.dumps(response.json))
+    facet = doc.get("agents", {}).get("evalSuite")
+    if not isinstance(facet, dict):
+        return response
+    facet.pop("fixtureMatching", None)
+    facet["recordedFixtures"] = True
+    return attrs.evolve(response, json=doc, text=None)
 
 
 class _FirstInvocationDeriver(Deriver):
@@ -499,9 +497,9 @@ class _ResetsFirstSource(RequestRules):
     def __init__(self, sources: _FirstSourceOnly) -> None:
         self.sources = sources
 
-    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
+    def fixture_runs_gate(self, core: HostCore, command: CreateRun) -> Refusal | None:
         self.sources.first = None
-        return super().fixture_runs_gate(core, body)
+        return super().fixture_runs_gate(core, command)
 
 
 def _first_source_only() -> Components:
@@ -603,7 +601,7 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("wipes-all-copies", "Security: erasure reaches the source's copies, and only "
            "those", lambda: Components(copies=_WipesAllCopies)),
     Mutant("advertises-without-matching", "§A: recordedFixtures is advertised with "
-           "fixtureMatching", profile=_without_matching),
+           "fixtureMatching", edge=_without_matching),
     Mutant("first-invocation-only", "UQ1: every call of every invocation of the agent is "
            "derived", _swap(deriver=_FirstInvocationDeriver)),
     Mutant("every-task-served", "§B: only the named task takes the source's fixtures",

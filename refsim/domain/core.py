@@ -7,17 +7,19 @@ RFC (or a row of specs/assumptions.yaml), and every refusal is a `Refusal` value
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
+import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 
-from refsim import schemas
 from refsim.domain.agents import Agent, default_agents
-from refsim.domain.canonical import canonical, sha256_hex
+from refsim.domain.canonical import sha256_hex
 from refsim.domain.clock import LogicalClock
+from refsim.domain.commands import CreateEval, CreateRun, CreateWorkflow, Fork
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
 from refsim.domain.ids import IdMinter, RunId, parse_bound
 from refsim.domain.owners import DEFAULT_TENANTS, Owner, Tenant
@@ -35,6 +37,7 @@ from refsim.domain.refusals import (
 from refsim.domain.runs import EvalRecord, Event, HeldCall, RunRecord
 from refsim.domain.suites import Suite, SuiteCatalogue, Task, golden_match
 from refsim.domain.tools import ToolGateway, ToolResult
+from refsim.domain.values import Erasure
 from refsim.registry_codes import registered_status
 
 WORKFLOWS = ("conformance-agent-call", "conformance-noop", "conformance-wait-input")
@@ -49,15 +52,15 @@ FIXTURE_MISS_ERROR = {"code": "fixture_miss",
 class RequestRules:
     """§B request rules, in the documented order (assumption `refusal-order`)."""
 
-    def fixture_runs_gate(self, core: HostCore, body: dict[str, Any]) -> Refusal | None:
-        if "fixtureRuns" not in body:
+    def fixture_runs_gate(self, core: HostCore, command: CreateRun) -> Refusal | None:
+        if command.fixture_runs is None:
             return None
         if not core.profile.accepts_recorded_fixtures:
             return validation("fixtureRuns is not accepted by this host", field="fixtureRuns")
-        if body.get("mode") != "eval":
+        if not isinstance(command, CreateEval):
             return validation("fixtureRuns is only meaningful with mode eval",
                               field="fixtureRuns")
-        if not body["fixtureRuns"]:
+        if not command.fixture_runs:
             return validation("fixtureRuns must name at least one task", field="fixtureRuns")
         return None
 
@@ -162,28 +165,21 @@ class Components:
     copies: Callable[[], CopyStore] = CopyStore
 
 
-_SCRIPT_VERDICTS: dict[str, bool] = {}
-_SCRIPT_VERDICTS_MAX = 4096
-
-
-def valid_script(script: Any) -> bool:
-    """Whether `script` validates against script.schema.json, remembered by canonical form:
-    the schema is fixed for the process, a validation costs milliseconds and a canonical
-    form microseconds, and fuzzing sends the same few scripts again and again."""
-    try:
-        key = canonical(script)
-    except (TypeError, ValueError):
-        return schemas.is_valid("script.schema.json", script)
-    verdict = _SCRIPT_VERDICTS.get(key)
-    if verdict is None:
-        verdict = schemas.is_valid("script.schema.json", script)
-        if len(_SCRIPT_VERDICTS) >= _SCRIPT_VERDICTS_MAX:
-            _SCRIPT_VERDICTS.clear()
-        _SCRIPT_VERDICTS[key] = verdict
-    return verdict
-
-
 # ----------------------------------------------------------------------------- execution
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def copied(value: Any) -> Any:
+    """A deep copy of a JSON value at C speed (a JSON round trip); anything else an agent
+    passes (a set, an object) by `copy.deepcopy`."""
+    if isinstance(value, _SCALARS):
+        return value
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError, RecursionError):
+        return copy.deepcopy(value)
+
 
 _GC_LOCK = threading.Lock()
 _gc_pauses = 0
@@ -280,7 +276,13 @@ class _Invocation:
     root_agent: str
 
     def call(self, tool: str, args: Any) -> ToolResult:
-        return self.core._tool_call(self, tool, args)
+        # The tool boundary copies both ways: what the agent passed is recorded as it was
+        # then (§D "the call's inputs as the agent passed them"), and what the agent gets
+        # back is its own, so an agent that edits either later rewrites no recorded fact.
+        result = self.core._tool_call(self, tool, copied(args))
+        if result.outcome is None and result.error is None:
+            return result
+        return ToolResult(result.status, copied(result.outcome), copied(result.error))
 
     def delegate(self, agent_id: str, task_input: Any) -> Any:
         if self.depth + 1 > MAX_DELEGATION_DEPTH or agent_id not in self.core.agents:
@@ -349,39 +351,39 @@ class HostCore:
 
     # -- create
 
-    def create_run(self, caller: Owner, body: dict[str, Any]) -> Created | Refusal:
+    def create_run(self, caller: Owner, command: CreateRun) -> Created | Refusal:
         with gc_paused():
-            return self._create_run(caller, body)
+            return self._create_run(caller, command)
 
-    def _create_run(self, caller: Owner, body: dict[str, Any]) -> Created | Refusal:
+    def _create_run(self, caller: Owner, command: CreateRun) -> Created | Refusal:
         rules = self.components.rules
-        refusal = rules.fixture_runs_gate(self, body)
+        refusal = rules.fixture_runs_gate(self, command)
         if refusal is not None:
             return refusal
-        if "tenantId" in body and body["tenantId"] != caller.tenant:
+        tenant_id = command.options.tenant_id
+        if tenant_id is not None and tenant_id != caller.tenant:
             return tenant_mismatch()
-        if body.get("mode") == "eval":
-            return self._create_eval(caller, body)
-        if "evalModes" in body or "baselineRunId" in body:
+        if isinstance(command, CreateEval):
+            return self._create_eval(caller, command)
+        if command.has_eval_options:
             return validation("evalModes and baselineRunId are only meaningful with mode eval")
-        return self._create_workflow(caller, body)
+        return self._create_workflow(caller, command)
 
-    def _create_workflow(self, caller: Owner, body: dict[str, Any]) -> Created | Refusal:
-        workflow_id = body["workflowId"]
+    def _create_workflow(self, caller: Owner, command: CreateWorkflow) -> Created | Refusal:
+        workflow_id = command.workflow_id
         if workflow_id not in WORKFLOWS:
             return validation("workflowId names no workflow on this host", field="workflowId")
-        inputs = body.get("inputs", {})
-        agent_id = inputs.get("agentId")
-        script = inputs.get("script", [])
+        agent_id = command.agent_id
+        script = list(command.script)
         if workflow_id == "conformance-agent-call" and agent_id is None:
             return validation("conformance-agent-call needs inputs.agentId",
                               field="inputs.agentId")
         if agent_id is not None and (not isinstance(agent_id, str) or agent_id not in self.agents):
             return validation("inputs.agentId names no agent on this host",
                               field="inputs.agentId")
-        if not valid_script(script):
+        if not command.script_valid:
             return validation("inputs.script is not a valid agent script", field="inputs.script")
-        run = self._new_run(caller, workflow_id, body)
+        run = self._new_run(caller, workflow_id, command)
         self._emit(run, "run.started", self._run_started(run))
         if agent_id is not None and workflow_id != "conformance-noop":
             port = _Port(self, caller.tenant, None, "live")
@@ -392,37 +394,38 @@ class HostCore:
             self._finish(run, "completed")
         return Created(run)
 
-    def _create_eval(self, caller: Owner, body: dict[str, Any]) -> Created | Refusal:
+    def _create_eval(self, caller: Owner, command: CreateEval) -> Created | Refusal:
         profile, rules = self.profile, self.components.rules
         if not profile.eval_suite:
             return Refusal(422, "capability_not_provided",
                            "this host does not run evals (agents.evalSuite is not advertised)")
-        if ("evalModes" in body or "baselineRunId" in body) and not profile.baseline_selection:
+        if (command.eval_modes is not None or command.has_baseline) \
+                and not profile.baseline_selection:
             return validation("evalModes and baselineRunId need "
                               "agents.evalSuite.baselineSelection, which this host lacks")
-        suite = self.suites.lookup(caller.tenant, body["evalSuiteRef"])
+        suite = self.suites.lookup(caller.tenant, command.suite_ref)
         if suite is None:
             return validation("evalSuiteRef names no suite on this host", field="evalSuiteRef")
-        agent_id = body["agentId"]
+        agent_id = command.agent_id
         if agent_id not in self.agents:
             return validation("agentId names no agent on this host", field="agentId")
         if suite.target_agent_id is not None and suite.target_agent_id != agent_id:
             return validation("agentId differs from the suite's targetAgentId", field="agentId")
-        modes = tuple(body.get("evalModes") or suite.modes)
+        modes = tuple(command.eval_modes or suite.modes)
         if any(m not in suite.modes or m not in profile.modes for m in modes):
             return validation("a requested mode is not declared by the suite or not "
                               "implemented by this host", field="evalModes")
-        if "baselineRunId" in body and "regression" not in modes:
+        if command.has_baseline and "regression" not in modes:
             return validation("baselineRunId needs the regression mode", field="baselineRunId")
-        fixture_runs: dict[str, Any] | None = body.get("fixtureRuns")
+        fixture_runs = None if command.fixture_runs is None else dict(command.fixture_runs)
         if fixture_runs is not None:
             for check in (rules.keys(suite, fixture_runs), rules.conflicts(suite, fixture_runs),
                           rules.live_shadow(modes)):
                 if check is not None:
                     return check
         baseline = None
-        if "baselineRunId" in body:
-            baseline = self._usable_baseline(caller, body["baselineRunId"], suite)
+        if command.has_baseline:
+            baseline = self._usable_baseline(caller, command.baseline_run_id, suite)
             if baseline is None:
                 return UNUSABLE_BASELINE
         # §C then §D, all before anything is minted: a refusal leaves no trace.
@@ -434,8 +437,8 @@ class HostCore:
                 return rules.unusable_source(value, source)
             derived[task_id] = self.components.deriver.derive(self, source, agent_id)
             sources[task_id] = source.run_id
-        run = self._new_run(caller, f"eval:{suite.suite_id}", body)
-        run.eval = EvalRecord(suite, body["evalSuiteRef"], agent_id, modes, fixture_runs,
+        run = self._new_run(caller, f"eval:{suite.suite_id}", command)
+        run.eval = EvalRecord(suite, command.suite_ref, agent_id, modes, fixture_runs,
                               baseline.run_id if baseline else None)
         for task_id, entries in derived.items():
             self.copies.put(sources[task_id], run.run_id, task_id, entries)
@@ -524,7 +527,7 @@ class HostCore:
                           root_agent or agent_id)
         outcome = "completed"
         try:
-            decision = self.agents[agent_id].run(ctx, task_input)
+            decision = self.agents[agent_id].run(ctx, copied(task_input))
         except Exception:  # a registered Python agent's bug ends its invocation, not the host
             decision, outcome = None, "failed"
         self._emit(run, "agent.decided", {"agentId": agent_id, "decision": decision})
@@ -566,22 +569,22 @@ class HostCore:
 
     # -- forks, seams
 
-    def fork(self, caller: Owner, rid: RunId, body: dict[str, Any]) -> Created | Refusal:
+    def fork(self, caller: Owner, rid: RunId, command: Fork) -> Created | Refusal:
         with gc_paused():
-            return self._fork(caller, rid, body)
+            return self._fork(caller, rid, command)
 
-    def _fork(self, caller: Owner, rid: RunId, body: dict[str, Any]) -> Created | Refusal:
+    def _fork(self, caller: Owner, rid: RunId, command: Fork) -> Created | Refusal:
         found = self.visible_run(caller, rid)
         if isinstance(found, Refusal):
             return not_found() if found.status == 403 else found
         source = found
         if not source.terminal:
             return state_conflict("only a terminal run can be forked", source.status)
-        from_seq = body.get("fromSeq", 0)
+        from_seq = command.from_seq
         if from_seq > source.last_sequence:
             return Refusal(422, "fork_point_invalid", "fromSeq is past the run's last event")
-        mode = body["mode"]
-        if mode == "replay" and body.get("runOptionsOverlay"):
+        mode = command.mode
+        if mode == "replay" and command.has_overlay:
             return validation("a replay fork takes no runOptionsOverlay",
                               field="runOptionsOverlay")
         if mode == "branch" and from_seq != 0:
@@ -610,10 +613,11 @@ class HostCore:
             baseline = self.runs.get(ev.baseline) if ev.baseline else None
             self._execute_eval(run, ev.suite, copies, baseline)
         else:
-            inputs = source.request.get("inputs", {})
+            request = source.request
             self._emit(run, "run.started", self._run_started(run))
-            if inputs.get("agentId") is not None and source.workflow_id != "conformance-noop":
-                self._invoke(run, inputs["agentId"], {"script": inputs.get("script", [])},
+            if isinstance(request, CreateWorkflow) and request.agent_id is not None \
+                    and source.workflow_id != "conformance-noop":
+                self._invoke(run, request.agent_id, {"script": list(request.script)},
                              _Port(self, caller.tenant, None, "live"), 0)
             self._finish(run, "completed")
         return Created(run)
@@ -630,7 +634,7 @@ class HostCore:
             ev = source.eval
             run.eval = attrs.evolve(ev, copy_origin=ev.copy_origin or source.run_id)
 
-    def erase(self, caller: Owner, rid: RunId) -> dict[str, Any] | Refusal:
+    def erase(self, caller: Owner, rid: RunId) -> Erasure | Refusal:
         """Purge a run's tool content and every copy derived from it (Security, RFC 0252).
 
         That reaches the derived entries stored under it and every run that was served
@@ -647,8 +651,7 @@ class HostCore:
             run.events = [_redacted(e) for e in run.events]
             copies += self.copies.erase_source(run.run_id)
             copies += self.copies.erase_eval_run(run.run_id)
-        return {"runId": rid.bound, "erased": True, "derivedCopiesErased": copies,
-                "runsReached": len(reached)}
+        return Erasure(rid, copies, len(reached))
 
     def resolve(self, caller: Owner, rid: RunId) -> RunRecord | Refusal:
         found = self.visible_run(caller, rid)
@@ -672,7 +675,7 @@ class HostCore:
 
     # -- plumbing
 
-    def _new_run(self, caller: Owner, workflow_id: str, request: dict[str, Any]) -> RunRecord:
+    def _new_run(self, caller: Owner, workflow_id: str, request: CreateRun) -> RunRecord:
         rid = self.minter.run_id(caller.tenant)
         run = RunRecord(rid, caller, workflow_id, "running", request, self.clock.now())
         self.runs[rid] = run

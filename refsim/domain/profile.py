@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from refsim.domain.agents import CONTENT_FREE, RECORDER, UNHELD
@@ -37,19 +35,6 @@ class HostProfile:
     def accepts_recorded_fixtures(self) -> bool:
         """RFC 0252 §A: the member is advertised, and honoured, only with fixtureMatching."""
         return self.recorded_fixtures and self.fixture_matching
-
-    def agents_family(self) -> dict[str, Any] | None:
-        if not self.eval_suite:
-            return None
-        facet: dict[str, Any] = {"modes": list(self.modes)}
-        for key, on in (("fixtureMatching", self.fixture_matching),
-                        ("fixtureErrors", self.fixture_errors),
-                        ("baselineSelection", self.baseline_selection),
-                        ("recordedFixtures", self.accepts_recorded_fixtures)):
-            if on:
-                facet[key] = True
-        return {"status": "stable", "since": "2.0", "witness": "witnessable-gated",
-                "evalSuite": facet}
 
 
 PROFILES: dict[str, HostProfile] = {

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from refsim.domain.commands import CreateRun
 from refsim.domain.ids import RunId
 from refsim.domain.owners import Owner
 from refsim.domain.suites import Suite
@@ -80,7 +81,7 @@ class RunRecord:
     owner: Owner
     workflow_id: str
     status: str
-    request: dict[str, Any]
+    request: CreateRun  # the command that created it (a fork: its source's)
     started_at: str
     events: list[Event] = attrs.Factory(list)
     invoked_agents: set[str] = attrs.Factory(set)
@@ -104,17 +105,3 @@ class RunRecord:
     @property
     def last_sequence(self) -> int:
         return self.events[-1].sequence if self.events else -1
-
-    def snapshot(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"runId": self.run_id.bound, "workflowId": self.workflow_id,
-                               "status": self.status, "owner": self.owner.to_json(),
-                               "eventLogSchemaVersion": SCHEMA_VERSION,
-                               "startedAt": self.started_at}
-        if self.completed_at is not None:
-            out["completedAt"] = self.completed_at
-        if self.parent is not None:
-            out["parentRunId"] = self.parent.bound
-        for key in ("tags", "metadata"):
-            if key in self.request:
-                out[key] = self.request[key]
-        return out

@@ -31,7 +31,8 @@ from refsim.domain.owners import Owner, Tenant
 from refsim.domain.refusals import Refusal, not_found, state_conflict, validation
 from refsim.domain.runs import SCHEMA_VERSION, RunRecord
 from refsim.suite_docs import parse_suite
-from refsim.wire import limits
+from refsim.wire import limits, render
+from refsim.wire.commands import create_command, fork_command
 from refsim.wire.errors import checked
 from refsim.wire.limits import LONG_POLL_MAX_SECONDS
 from refsim.wire.response import Response
@@ -460,7 +461,7 @@ class Router:
             "conformance": {"seamsProfile": "openwop-conformance-seams-v2", "seams": seams},
             "replay": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},
         }
-        family = profile.agents_family()
+        family = render.agents_family(profile)
         if family is not None:
             doc["agents"] = family
         return doc
@@ -502,7 +503,7 @@ class Router:
                 return refusal_response(validation(
                     f"inputs.script has {steps} steps, delegates included; the limit is "
                     f"{limits.MAX_TASK_STEPS}", field="inputs.script"))
-        result = self.core.create_run(caller, body)
+        result = self.core.create_run(caller, create_command(body))
         if isinstance(result, Refusal):
             return refusal_response(result)
         return self._created(result.run)
@@ -512,7 +513,7 @@ class Router:
         run = self._run_arg(caller, args[0])
         if isinstance(run, Refusal):
             return refusal_response(run)
-        snapshot = run.snapshot()
+        snapshot = render.snapshot(run)
         etag = '"' + sha256_hex(snapshot)[:32] + '"'
         if _etag_matches(request.headers.get("if-none-match"), etag):
             return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
@@ -606,7 +607,7 @@ class Router:
         rid = self._parse_run_segment(caller, args[0])
         if isinstance(rid, Refusal):
             return refusal_response(rid)
-        result = self.core.fork(caller, rid, body)
+        result = self.core.fork(caller, rid, fork_command(body))
         if isinstance(result, Refusal):
             return refusal_response(result)
         assert result.run.parent is not None
@@ -646,7 +647,7 @@ class Router:
         result = self.core.erase(caller, rid)
         if isinstance(result, Refusal):
             return refusal_response(result)
-        return _json_response(200, result)
+        return _json_response(200, render.erasure(result))
 
     def _seam_resolve(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
         assert caller is not None
