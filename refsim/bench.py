@@ -250,10 +250,19 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None) -> list[
                           replay_10k * us, "us", "canonical JSON of its args (json.dumps)",
                           canon * us, "us", 12.0, "us"))
 
-    say("0, 1k and 100k-call sources")
-    fixed = best(5, lambda: record_and_replay(0).replay)
-    per_1k = max(best(5, lambda: record_and_replay(1_000).replay) - fixed, 0.0) / 1_000
-    big = record_and_replay(100_000)
+    say("0, 1k and 100k-call sources (best of 3 each)")
+    fixed = best(3, lambda: record_and_replay(0).replay)
+    per_1k = max(best(3, lambda: record_and_replay(1_000).replay) - fixed, 0.0) / 1_000
+    big: Timed | None = None
+    record_100k = float("inf")
+    for _ in range(3):  # one 100k host alive at a time, besides the best so far
+        timed = record_and_replay(100_000)
+        record_100k = min(record_100k, timed.record)
+        if big is None or timed.replay < big.replay:
+            big = timed
+        del timed
+        gc.collect()
+    assert big is not None
     per_100k = max(big.replay - fixed, 0.0) / 100_000
     figures.append(Figure("size-100k-vs-1k",
                           "replayed call at 100k entries, against 1k (a run's fixed "
@@ -266,7 +275,7 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None) -> list[
     figures.append(Figure("derive-100k", "deriving the fixtures of a 100k-call source",
                           derive, "s", "json.dumps of its 100k args", canon * 100_000,
                           "s", 0.5, "s"))
-    figures.append(Figure("record-100k", "recording a 100k-call source", big.record, "s",
+    figures.append(Figure("record-100k", "recording a 100k-call source", record_100k, "s",
                           "json.dumps of its 100k args", canon * 100_000, "s", 2.0, "s"))
     del big
     gc.collect()
