@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
-from refsim import paths
+from refsim import paths, yaml_data
 from refsim.check.examples import Example, load_examples
 from refsim.check.invariants import Invariant, load_invariants
 from refsim.check.registry import Registry, Requirement, load_registry
@@ -61,7 +60,7 @@ def _answer(raw: Any, where: str, *, http: bool) -> Answer:
 def load_answers(path: Path | None = None) -> tuple[tuple[Answer, ...], tuple[Answer, ...]]:
     """(HTTP answers, tool errors) from specs/error-answers.yaml, validated."""
     path = path or ANSWERS
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    doc = yaml_data.load(path.read_text(encoding="utf-8"))
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a mapping with `answers` and `tool_errors`")
     out: list[tuple[Answer, ...]] = []
@@ -209,7 +208,7 @@ def render() -> str:
     reg = load_registry()
     examples = load_examples()
     invariants = load_invariants()
-    assumptions = _assumption_rows(yaml.safe_load((paths.SPECS / "assumptions.yaml").read_text(
+    assumptions = _assumption_rows(yaml_data.load((paths.SPECS / "assumptions.yaml").read_text(
         encoding="utf-8")))
     answers, tool_errors = load_answers()
     out = ["# RFC 0252 in refsim: the reference", "",

@@ -11,9 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-import yaml
 
-from refsim import paths
+from refsim import paths, yaml_data
 from refsim.domain.agents import RECORDER
 from refsim.domain.core import Components
 from refsim.domain.profile import HostProfile
@@ -59,7 +58,7 @@ class Assumable:
 
 @functools.cache
 def assumables() -> dict[str, Assumable]:
-    doc = yaml.safe_load((paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))
+    doc = yaml_data.load((paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))
     out: dict[str, Assumable] = {}
     for row in doc["assumptions"]:
         if not row.get("assumable"):

@@ -101,6 +101,7 @@ An unknown key anywhere is a `ValueError` naming the file and the row.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -109,7 +110,7 @@ from typing import Any
 import attrs
 import yaml
 
-from refsim import paths, schemas
+from refsim import paths, schemas, yaml_data
 from refsim.check import judges
 from refsim.check.expectations import EXPECTATIONS, Invalid, names_needing_run
 from refsim.check.findings import Disposition, Finding, Row, check, fail
@@ -269,7 +270,18 @@ _Invalid = Invalid
 
 
 def load_examples(directory: Path = DEFAULT_DIRECTORY) -> list[Example]:
-    """Every row of every `*.yaml` in `directory`, validated, in file then row order."""
+    """Every row of every `*.yaml` in `directory`, validated, in file then row order.
+
+    Parsed once per state of the files (name, size, mtime): rows are frozen values, and one
+    `refsim check` asks for them from several drivers."""
+    files = sorted(Path(directory).glob("*.yaml"))
+    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    return list(_load_examples(str(directory), stamp))
+
+
+@functools.lru_cache(maxsize=16)
+def _load_examples(directory: str, stamp: tuple[tuple[str, int, int], ...]
+                   ) -> tuple[Example, ...]:
     out: list[Example] = []
     seen: dict[str, str] = {}
     # The RFC's own table first, then the rest, each file in name order.
@@ -282,12 +294,12 @@ def load_examples(directory: Path = DEFAULT_DIRECTORY) -> list[Example]:
                                  f"{seen[example.id]}")
             seen[example.id] = str(file)
             out.append(example)
-    return out
+    return tuple(out)
 
 
 def load_file(file: Path) -> list[Example]:
     try:
-        data = yaml.safe_load(Path(file).read_text(encoding="utf-8"))
+        data = yaml_data.load(Path(file).read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ValueError(f"{file}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

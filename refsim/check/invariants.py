@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
-from refsim import paths
+from refsim import paths, yaml_data
 from refsim.check import judges
 from refsim.check.findings import Disposition, Finding, Row, check, fail
 from refsim.check.ids import req_id
@@ -151,7 +150,7 @@ def _strip_namespace(value: str) -> str:
 
 def load_invariants(path: Path = paths.INVARIANTS / "invariants.yaml") -> list[Invariant]:
     """Read and validate the rows; a malformed row is a ValueError that names it."""
-    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    doc = yaml_data.load(Path(path).read_text(encoding="utf-8"))
     if not isinstance(doc, dict) or not isinstance(doc.get("invariants"), list):
         raise ValueError(f"{path}: expected a mapping with an 'invariants' list")
     out: list[Invariant] = []

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
-from refsim import paths
+from refsim import paths, yaml_data
 
 LEVELS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEF")
 OBLIGATIONS = frozenset({"MUST", "MUST NOT", "SHOULD", "SHOULD NOT"})
@@ -232,7 +231,7 @@ class Registry:
     @classmethod
     def from_path(cls, path: Path) -> Registry:
         with path.open(encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+            data = yaml_data.load(handle.read())
         return cls.from_data(data, str(path))
 
     # -- queries ---------------------------------------------------------------------------
