@@ -1,0 +1,359 @@
+"""`refsim falsify`: RFC 0252's falsifiability table, computed from the zoo.
+
+For every requirement id of the registry and every faulty host of `refsim.check.zoo` that
+breaks it, the weakest observation that kills the host there:
+
+- `wire`: the checker over the wire with no conformance seam (the suite and tenant seams,
+  which set a run up and observe nothing, stay);
+- `seam:<name>`: the wire plus one named seam (`counter`, `erase`, `resolve`), found by
+  offering each seam alone; `seam:counter+erase+resolve` when no single one suffices;
+- `inside`: only the in-process checker, with the simulator's inside (the copy store,
+  resolution counts, the egress log).
+
+It is the checker of `refsim check`, run three ways on the same host: in process with its
+`Inspector`, and through `OutsideClient`, a `HostClient` with no `core` or `host` (so the
+checker finds no inspector, as over HTTP) that answers a seam it withholds as the host
+answers a path it has no route for, and leaves the seam out of discovery. The RFC's own
+table is data (`specs/falsifiability.yaml`); refsim's verdict for each of its rows is the
+weakest level over the ids the row maps to. The computed table is cached in
+`specs/falsified.json` (`refsim falsify --write`), which `specs/REFERENCE.md` renders.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from refsim import paths
+from refsim.check.findings import Disposition, Row
+from refsim.check.registry import load_registry, short_id
+from refsim.check.runner import PARTS, Target, run_parts
+from refsim.check.zoo import ZOO, Mutant, mutant
+from refsim.host import SimHost
+from refsim.wire.client import NO_BODY
+from refsim.wire.response import Response
+
+TABLE_PATH = paths.SPECS / "falsifiability.yaml"
+CACHE_PATH = paths.SPECS / "falsified.json"
+
+# The observation seams, by the name discovery lists them under and the path they take.
+SEAMS: dict[str, tuple[str, str]] = {
+    "counter": ("eval-counter", "/conformance/seams/eval-counter"),
+    "erase": ("runs:erase", ":erase"),
+    "resolve": ("runs:resolve", ":resolve"),
+}
+WIRE, SEAM, INSIDE, NONE = "wire", "seam", "inside", "none"
+RANK = {WIRE: 0, SEAM: 1, INSIDE: 2, NONE: 3}
+MACHINE_EXAMPLES, MACHINE_STEPS, MACHINE_SEEDS = 100, 20, (0, 1, 2)
+
+
+def _seam_of(path: str) -> str | None:
+    if not path.startswith("/conformance/seams/"):
+        return None
+    bare = path.split("?", 1)[0]
+    for name, (_, marker) in SEAMS.items():
+        if bare.startswith(marker) or bare.endswith(marker):
+            return name
+    return None
+
+
+class OutsideClient:
+    """A faulty host seen from outside: no inside for the checker, and only the seams in
+    `offered`. A withheld seam gets the host's own answer to a path it has no route for,
+    and is left out of discovery's `conformance.seams`. It keeps its host under a name the
+    checker's `inspector_of` does not look for (`host`, `core`), as over HTTP."""
+
+    def __init__(self, inner: SimHost, offered: Iterable[str] = SEAMS) -> None:
+        self._inner = inner
+        self.offered = frozenset(offered)
+
+    @property
+    def name(self) -> str:
+        return "outside, seams: " + ("+".join(sorted(self.offered)) or "none")
+
+    def request(self, method: str, path: str, *, api_key: str | None = None,
+                json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
+        seam = _seam_of(path)
+        if seam is not None and seam not in self.offered:
+            return self._inner.request(method, "/conformance/seams/withheld", api_key=api_key,
+                                       json=json, headers=headers)
+        r = self._inner.request(method, path, api_key=api_key, json=json, headers=headers)
+        if path.split("?", 1)[0] == "/.well-known/openwop" and isinstance(r.json, dict):
+            conformance = r.json.get("conformance")
+            if isinstance(conformance, dict) and isinstance(conformance.get("seams"), list):
+                withheld = {SEAMS[s][0] for s in SEAMS if s not in self.offered}
+                conformance["seams"] = [s for s in conformance["seams"] if s not in withheld]
+        return r
+
+
+Fails = dict[str, str]  # "requirement id|check id" -> the first failing finding
+
+
+def _failed(rows: Sequence[Row]) -> Fails:
+    out: Fails = {}
+    for row in rows:
+        if row.disposition is Disposition.EXECUTED_FAIL:
+            first = next((f.message for f in row.findings if not f.ok), row.detail)
+            out.setdefault(f"{row.requirement_id}|{row.check_id}", f"{first}"[:300])
+    return out
+
+
+def _outside(make: Any, offered: Iterable[str], prefix: str | None = None) -> Fails:
+    return _failed(run_parts(Target(), PARTS, prefix,
+                             client=OutsideClient(make(), offered)))
+
+
+CONFIGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("seams", tuple(SEAMS)), ("wire", ()), *((f"only:{s}", (s,)) for s in SEAMS))
+
+
+@functools.cache
+def baseline(prefix: str | None = None) -> dict[str, Fails]:
+    """The reference host's failures at every outside level: rows that cannot run there
+    (the counter or erase they need is withheld). They judge nothing at that level."""
+    return {name: _outside(lambda: SimHost(seed=0), offered, prefix)
+            for name, offered in CONFIGS}
+
+
+def _killed(fails: Fails, base: Fails) -> dict[str, str]:
+    """Requirement id -> "check: finding", for rows that fail here but not on the reference."""
+    out: dict[str, str] = {}
+    for key, message in sorted(fails.items()):
+        if key in base:
+            continue
+        requirement, _, check = key.partition("|")
+        out.setdefault(requirement, f"{check}: {message}")
+    return out
+
+
+def judge_host(faulty: Mutant, prefix: str | None = None) -> dict[str, Any]:
+    """One faulty host at every level: the requirement ids that fail there, with findings
+    (`prefix` narrows the checks, as `refsim check PREFIX` does)."""
+    base = baseline(prefix)
+    inside = _killed(_failed(run_parts(Target(mutant=faulty), PARTS, prefix)), {})
+    levels: dict[str, dict[str, str]] = {"inside": inside}
+    for name, offered in CONFIGS[:2]:
+        levels[name] = _killed(_outside(faulty.host, offered, prefix), base[name])
+    if set(levels["seams"]) - set(levels["wire"]):
+        for name, offered in CONFIGS[2:]:
+            levels[name] = _killed(_outside(faulty.host, offered, prefix), base[name])
+    return {"host": faulty.name, "breaks": faulty.breaks, "levels": levels}
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def _level(levels: dict[str, dict[str, str]], requirement: str
+           ) -> tuple[str, str, str, list[str]] | None:
+    """(level, observation, finding, seams used) of the weakest level where `requirement`
+    fails: the wire alone, the wire and one seam (each offered alone in turn), the wire and
+    all three, or only the inside."""
+    if requirement in levels.get("wire", {}):
+        return WIRE, "wire", levels["wire"][requirement], []
+    if requirement in levels.get("seams", {}):
+        needed = [s for s in SEAMS if requirement in levels.get(f"only:{s}", {})]
+        if needed:
+            finding = levels[f"only:{needed[0]}"][requirement]
+            return SEAM, f"wire + {' or '.join(needed)} seam", finding, needed[:1]
+        return SEAM, "wire + counter+erase+resolve seams", levels["seams"][requirement], \
+            list(SEAMS)
+    if requirement in levels.get("inside", {}):
+        return INSIDE, "inside only", levels["inside"][requirement], []
+    return None
+
+
+def _gated(requirement_witness: str) -> str:
+    return "ungated" if requirement_witness == "witnessable-unaided" else \
+        "gated on recordedFixtures"
+
+
+def compute(jobs: int | None = None, *, programs: bool = True) -> dict[str, Any]:
+    """The whole computed table, as the JSON document `specs/falsified.json` caches."""
+    names = [m.name for m in ZOO]
+    jobs = jobs or min(len(names), os.cpu_count() or 1)
+    if jobs <= 1:
+        hosts = [judge_host(mutant(n)) for n in names]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            hosts = list(pool.map(_judge_named, names))
+    doc = table(hosts)
+    if programs:
+        for row in doc["rfc"]:
+            if row["refsim"]["level"] == SEAM:
+                row["refsim"]["program"] = killing_program(row["refsim"]["host"],
+                                                           row["refsim"]["seams"])
+    return doc
+
+
+def _judge_named(name: str) -> dict[str, Any]:
+    return judge_host(mutant(name))
+
+
+def table(hosts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    reg = load_registry()
+    requirements: list[dict[str, Any]] = []
+    for q in reg.requirements:
+        kills = []
+        for h in hosts:
+            found = _level(h["levels"], q.id)
+            if found is not None:
+                level, observation, finding, seams = found
+                kills.append({"host": h["host"], "level": level, "observation": observation,
+                              "finding": finding, "seams": seams})
+        kills.sort(key=lambda k: (RANK[k["level"]], k["host"]))
+        best = kills[0] if kills else None
+        requirements.append({
+            "id": q.id, "section": q.section, "level": q.level, "registryWitness": q.witness,
+            "verdict": _verdict(best, q.witness), "kills": kills})
+    by_id = {r["id"]: r for r in requirements}
+    rfc = []
+    for row in load_rfc_table():
+        kills = sorted((dict(k, requirement=rid) for rid in row["requirements"]
+                        for k in by_id[rid]["kills"]),
+                       key=lambda k: (RANK[k["level"]], k["host"], k["requirement"]))
+        best = kills[0] if kills else None
+        computed: dict[str, Any] = {"level": best["level"] if best else NONE,
+                                    "verdict": _verdict(best, None)}
+        if best is not None:
+            computed.update(host=best["host"], requirement=best["requirement"],
+                            observation=best["observation"], finding=best["finding"],
+                            seams=best["seams"])
+        rfc.append({**row, "refsim": computed,
+                    "disagreement": disagreement(row["verdict"], computed["level"])})
+    zoo = [{"host": h["host"], "breaks": h["breaks"], "weakest": _weakest(h["levels"]),
+            "inside": sorted(h["levels"]["inside"])} for h in hosts]
+    return {"requirements": requirements, "rfc": rfc, "hosts": zoo}
+
+
+def _weakest(levels: dict[str, dict[str, str]]) -> str:
+    """The weakest observation that kills the host at all, on any requirement id."""
+    found = [f for f in (_level(levels, r) for r in {*levels["inside"], *levels["seams"]})
+             if f is not None]
+    if not found:
+        return "not killed by the checker"
+    _, observation, _, _ = min(found, key=lambda f: (RANK[f[0]], f[1]))
+    return observation
+
+
+def _verdict(best: dict[str, Any] | None, witness: str | None) -> str:
+    if best is None:
+        return "no faulty host: not falsified"
+    if best["level"] == WIRE:
+        return "witnessable on the wire" + (f" ({_gated(witness)})" if witness else "")
+    if best["level"] == SEAM:
+        return f"seam-witnessable ({best['observation']})"
+    return "inside only (no outside observation kills it)"
+
+
+def disagreement(rfc_verdict: str, level: str) -> str | None:
+    if rfc_verdict == "unwitnessable" and level in (WIRE, SEAM):
+        return ("the RFC calls it unwitnessable; refsim kills a faulty host "
+                + ("on the wire" if level == WIRE else "through a seam"))
+    if rfc_verdict.startswith("witnessable") and level in (INSIDE, NONE):
+        return ("the RFC calls it witnessable; no outside observation kills a faulty host"
+                if level == INSIDE else "the RFC calls it witnessable; no faulty host breaks it")
+    if rfc_verdict == "witnessable-unaided" and level == SEAM:
+        return "the RFC calls it witnessable unaided; refsim needs a seam"
+    return None
+
+
+def load_rfc_table(path: Path = TABLE_PATH) -> list[dict[str, Any]]:
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    reg = load_registry()
+    rows = []
+    for raw in doc["rows"]:
+        unknown = [r for r in raw.get("requirements", []) if r not in reg]
+        if unknown:
+            raise ValueError(f"{path}: row {raw['id']}: unknown requirement ids {unknown}")
+        rows.append({k: raw[k] for k in ("id", "requirement", "observable", "who", "verdict",
+                                         "verdict_text")}
+                    | {"requirements": list(raw.get("requirements", []))})
+    return rows
+
+
+def killing_program(host: str, seams: Sequence[str]) -> dict[str, Any]:
+    """The stateful machine on the faulty host from outside, offered only `seams`: its
+    shrunk program, or why none came out (the checker's finding stands then)."""
+    from refsim.testing.fuzz import run_machine
+    faulty = mutant(host)
+    for seed_value in MACHINE_SEEDS:
+        result = run_machine(lambda: OutsideClient(faulty.host(), seams),
+                             max_examples=MACHINE_EXAMPLES, steps=MACHINE_STEPS,
+                             seed_value=seed_value)
+        if not result.passed:
+            lines = [ln for ln in result.program if "teardown" not in ln
+                     and not any(f"state.{n}()" in ln for n in
+                                 ("live_state_agrees", "erasure_reaches_copies",
+                                  "refusals_uniform"))]
+            return {"requirementId": result.requirement_id, "message": result.message,
+                    "steps": result.steps, "seed": seed_value,
+                    "program": ["from refsim.check.falsify import outside_machine",
+                                f"RecordedFixturesMachine = outside_machine({host!r}, "
+                                f"{list(seams)!r})", *lines]}
+    return {"requirementId": None, "message": f"the machine found nothing in "
+            f"{len(MACHINE_SEEDS)} x {MACHINE_EXAMPLES} examples", "steps": 0, "program": []}
+
+
+def outside_machine(host: str, seams: Sequence[str]) -> Any:
+    """The machine over a faulty host seen from outside: what a printed program runs."""
+    from refsim.testing.stateful import machine_for
+    faulty = mutant(host)
+    return machine_for(lambda: OutsideClient(faulty.host(), seams))
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def report(doc: dict[str, Any], out: TextIO) -> None:
+    print("RFC 0252's falsifiability table beside refsim's, computed from the zoo "
+          f"({len(doc['hosts'])} faulty hosts)\n", file=out)
+    for row in doc["rfc"]:
+        computed = row["refsim"]
+        flag = "  DISAGREES" if row["disagreement"] else ""
+        print(f"{row['requirement']}{flag}", file=out)
+        print(f"  RFC:    {row['verdict']} ({row['verdict_text']})", file=out)
+        print(f"  refsim: {computed['verdict']}", file=out)
+        if "host" in computed:
+            print(f"          killed host {computed['host']} on {short_id(computed['requirement'])}"
+                  f": {computed['finding']}", file=out)
+        if row["disagreement"]:
+            print(f"  disagreement: {row['disagreement']}", file=out)
+        program = computed.get("program")
+        if program and program.get("program"):
+            print(f"  the killing program ({program['steps']} steps, "
+                  f"[{program['requirementId']}]):", file=out)
+            for line in program["program"]:
+                print(f"    {line}", file=out)
+        print(file=out)
+    print("Every requirement id (weakest observation that kills a faulty host breaking it):",
+          file=out)
+    for q in doc["requirements"]:
+        kills = q["kills"]
+        who = "" if not kills else f"  [{kills[0]['host']}" + \
+            (f" +{len(kills) - 1}" if len(kills) > 1 else "") + "]"
+        print(f"  {short_id(q['id']):<36} {q['level']:<8} {q['verdict']}{who}", file=out)
+    print("\nEvery faulty host (weakest observation that kills it):", file=out)
+    for h in doc["hosts"]:
+        print(f"  {h['host']:<44} {h['weakest']}", file=out)
+    disagreements = [r for r in doc["rfc"] if r["disagreement"]]
+    print(f"\n{len(disagreements)} disagreement(s) with the RFC's table: "
+          + (", ".join(r["id"] for r in disagreements) or "none"), file=out)
+
+
+def write(doc: dict[str, Any], path: str | Path = CACHE_PATH) -> None:
+    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n",
+                          encoding="utf-8")
+
+
+def load_cache(path: Path = CACHE_PATH) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return doc
