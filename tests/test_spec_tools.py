@@ -158,25 +158,45 @@ def test_the_cache_covers_the_zoo_the_registry_and_the_rfc_table() -> None:
     assert [q["id"] for q in doc["requirements"]] == [q.id for q in load_registry().requirements]
     assert [(r["id"], r["verdict"], r["requirements"]) for r in doc["rfc"]] == [
         (r["id"], r["verdict"], r["requirements"]) for r in falsify.load_rfc_table()]
+    assert {h["host"]: tuple(h["requirements"]) for h in doc["hosts"]} == falsify.load_breaks()
     for q in doc["requirements"]:
         if not q["kills"]:
             assert q["verdict"] == "no faulty host: not falsified"
     rfc = {r["id"]: r for r in doc["rfc"]}
-    for row in ("no-re-resolution", "copy-erased-with-source"):
-        computed = rfc[row]["refsim"]
-        assert computed["level"] == falsify.SEAM and computed["seams"] == ["erase"], row
-        assert computed["program"]["program"], row
+    security = rfc["copy-erased-with-source"]["refsim"]
+    assert security["level"] == falsify.SEAM and security["seams"] == ["erase"]
+    assert security["program"]["program"] and security["program"]["requirementId"]
+    # §E: the only hosts built to re-resolve find the source still there, or refused alike
+    # once erased: only the inside sees the second look-up (the report says what would
+    # make it show).
+    assert rfc["no-re-resolution"]["refsim"]["level"] == falsify.INSIDE
+    assert rfc["client-never-sends"]["refsim"]["verdict"] == "no faulty host: not falsified"
+    assert falsify.table(doc["raw"]) == {k: v for k, v in doc.items()} | {
+        "rfc": [{**r, "refsim": {k: v for k, v in r["refsim"].items() if k != "program"}}
+                for r in doc["rfc"]]}, "stale: run `refsim falsify --write specs/falsified.json`"
+
+
+def test_the_security_rows_killing_program_kills_from_outside() -> None:
+    doc = falsify.load_cache()
+    assert doc is not None
+    program = next(r for r in doc["rfc"] if r["id"] == "copy-erased-with-source")[
+        "refsim"]["program"]
+    from refsim.testing.stateful import RequirementViolated
+    with pytest.raises(RequirementViolated) as caught:
+        exec(compile("\n".join(program["program"]), "<killing program>", "exec"), {})  # noqa: S102
+    assert caught.value.requirement_id == program["requirementId"]
 
 
 def test_the_cache_is_current_for_the_erasure_hosts() -> None:
     doc = falsify.load_cache()
     assert doc is not None
-    cached = {(q["id"], k["host"]): k["level"] for q in doc["requirements"] for k in q["kills"]}
+    raw = {h["host"]: h["levels"] for h in doc["raw"]}
+    gone = "refsim.requirement.0252.gone-copy-refused"
     for name in ("keeps-copy-after-erasure", "runs-live-when-copy-gone", "wipes-all-copies"):
-        host = falsify.judge_host(mutant(name), "gone-copy")
-        level = falsify._level(host["levels"], "refsim.requirement.0252.gone-copy-refused")
-        assert level is not None
-        assert cached[("refsim.requirement.0252.gone-copy-refused", name)] == level[0], name
+        fresh = falsify.judge_host(mutant(name), "gone-copy")["levels"]
+        level = falsify._level(fresh, gone)
+        assert level is not None and level[:2] == (falsify.SEAM, "wire + erase seam"), name
+        assert falsify._level(raw[name], gone) == level, f"{name}: specs/falsified.json is stale"
 
 
 @pytest.mark.slow

@@ -22,16 +22,22 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
+from hypothesis import HealthCheck, seed, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import get_state_machine_test, rule
 
 from refsim.check.assume import Assumable, Reading, assumables, build, parse
+from refsim.check.observe import eval_body
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.profile import profile_named
 from refsim.host import SimHost
-from refsim.testing.fuzz import FuzzResult, run_machine
+from refsim.testing.fuzz import INVARIANT_CALLS, FuzzResult
 from refsim.testing.stateful import (
+    COUNTER_SCRIPTS,
     RecordedFixturesMachine,
     RequirementViolated,
     machine_for,
+    note,
 )
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
@@ -244,17 +250,66 @@ class Pair:
         return out
 
 
+class DiffMachine(RecordedFixturesMachine):
+    """The machine, plus steps whose answers the reference judges by nothing but that only
+    a reading of an open point can change (refsim's own suites, through the suite seam).
+    The pair compares their answers; against one host they are plain requests."""
+
+    @rule(tenant=RecordedFixturesMachine.tenants, script=COUNTER_SCRIPTS,
+          responses=st.sampled_from(["none", "empty"]))
+    def eval_with_suite_fixtures_without_on_miss(self, tenant: str, script: list[Any],
+                                                 responses: str) -> None:
+        """A task whose suite fixtures omit onMiss (the profile's default decides a miss)."""
+        fixtures: dict[str, Any] = {"toolResponses": []} if responses == "empty" else {
+            "toolResponses": [{"tool": "conformance.eval:counter",
+                               "args": {"op": "read", "key": "canned"},
+                               "response": {"key": "canned", "count": 0}}]}
+        suite_id = f"refsim.diff.evals.no-on-miss-{responses}-{len(self.registered)}"
+        doc = {"suiteId": suite_id, "version": "1.0.0", "modes": ["golden"], "trials": 1,
+               "tasks": [{"taskId": "t", "input": {"script": script}, "fixtures": fixtures,
+                          "expected": {"kind": "golden",
+                                       "match": {"strategy": "exact", "value": "ok"}}}]}
+        r = self._session(tenant).register_suite(doc)
+        if r.status != 201:
+            return
+        self.registered.add((tenant, suite_id))
+        self._checked(tenant, self._session(tenant).create(eval_body(suite_id)))
+        # The reference misses every unmatched call: no live tool, no counter to move.
+        self._count("probe:suite-fixtures-without-onMiss")
+        note(f"{tenant} ran suite {suite_id} ({responses} toolResponses, no onMiss)")
+
+
 def pair_machine(assume: Sequence[str] = (), profile: str = "reference",
                  against: str | None = None) -> type[RecordedFixturesMachine]:
     """The machine over a fresh pair per example: what a printed program runs against."""
-    return _machine(Pair(tuple(assume), profile, against), None)
+    make_a, make_b = Pair(tuple(assume), profile, against).hosts()
+    return _machine(lambda: PairClient(make_a(), make_b()))
 
 
-def _machine(pair: Pair, seen: list[Difference] | None) -> type[RecordedFixturesMachine]:
-    make_a, make_b = pair.hosts()
-    hook = seen.append if seen is not None else None
-    return machine_for(lambda: PairClient(make_a(), make_b(), on_difference=hook),
-                       name="RecordedFixturesMachine")
+def _machine(factory: Callable[[], PairClient]) -> type[RecordedFixturesMachine]:
+    base = machine_for(factory)
+    return type("RecordedFixturesMachine", (DiffMachine,), {
+        k: v for k, v in vars(base).items()
+        if k in ("client_factory", "extended", "tenant_keys", "branches", "requests_made",
+                 "steps_taken", "examples_run")})
+
+
+def _run(machine: type[RecordedFixturesMachine], *, max_examples: int, steps: int,
+         seed_value: int | None) -> FuzzResult:
+    """`refsim.testing.fuzz.run_machine` for the diff machine (same settings, same report)."""
+    config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
+                      database=None, print_blob=False, suppress_health_check=list(HealthCheck))
+    test = get_state_machine_test(machine, settings=config)
+    if seed_value is not None:
+        test = seed(seed_value)(test)
+    try:
+        test()
+    except RequirementViolated as exc:
+        notes = tuple(getattr(exc, "__notes__", ()))
+        program = tuple(line for line in notes
+                        if line.startswith(("state", "runs_", "evals_", "tenants_")))
+        return FuzzResult(False, exc.requirement_id, str(exc), program, (), machine)
+    return FuzzResult(True, None, "", (), (), machine)
 
 
 @attrs.frozen
@@ -274,7 +329,7 @@ class DiffResult:
     @property
     def program(self) -> list[str]:
         lines = [line for line in self.fuzz.program if "state.teardown()" not in line
-                 and not any(f"state.{n}()" in line for n in _INVARIANTS)]
+                 and not any(f"state.{n}()" in line for n in INVARIANT_CALLS)]
         return ["from refsim.check.diff import pair_machine",
                 f"RecordedFixturesMachine = pair_machine({_args(self.pair)})", *lines]
 
@@ -306,7 +361,6 @@ class DiffResult:
         return out
 
 
-_INVARIANTS = ("live_state_agrees", "erasure_reaches_copies", "refusals_uniform")
 
 
 def _args(pair: Pair) -> str:
@@ -325,8 +379,8 @@ def run_diff(pair: Pair, *, max_examples: int = DEFAULT_EXAMPLES, steps: int = D
     """Drive the pair with the machine until the first difference (shrunk), or the budget."""
     seen: list[Difference] = []
     make_a, make_b = pair.hosts()
-    fuzz = run_machine(lambda: PairClient(make_a(), make_b(), on_difference=seen.append),
-                       max_examples=max_examples, steps=steps, seed_value=seed)
+    machine = _machine(lambda: PairClient(make_a(), make_b(), on_difference=seen.append))
+    fuzz = _run(machine, max_examples=max_examples, steps=steps, seed_value=seed)
     difference = seen[-1] if seen and not fuzz.passed and fuzz.requirement_id == DIFF_ID \
         else None
     error = None if fuzz.passed or difference is not None else \
@@ -374,14 +428,30 @@ def report(result: DiffResult, out: TextIO) -> None:
           file=out)
     for side, answer in (("A", d.a), ("B", d.b)):
         print(f"{side} answered {answer.status} {_show(answer.body)}", file=out)
-        if d.what == "events":
-            for run, events in answer.events.items():
-                print(f"  {run}: " + ", ".join(_event(e) for e in events), file=out)
+    if d.what == "events":
+        for run, index, ea, eb in _first_event_differences(d.a.events, d.b.events):
+            print(f"  the events of {run} first differ at event {index}:", file=out)
+            print(f"    A: {_event(ea)}", file=out)
+            print(f"    B: {_event(eb)}", file=out)
+
+
+def _first_event_differences(a: dict[str, list[Any]], b: dict[str, list[Any]]
+                             ) -> list[tuple[str, int, Any, Any]]:
+    out = []
+    for run in sorted(set(a) | set(b)):
+        ea, eb = a.get(run, []), b.get(run, [])
+        for index in range(max(len(ea), len(eb))):
+            x = ea[index] if index < len(ea) else None
+            y = eb[index] if index < len(eb) else None
+            if x != y:
+                out.append((run, index, x, y))
+                break
+    return out
 
 
 def _event(e: Any) -> str:
     if not isinstance(e, dict):
-        return repr(e)
+        return "(no event)" if e is None else repr(e)
     payload = {k: v for k, v in (e.get("payload") or {}).items() if k not in MINTED}
     return f"{e.get('type')} {_show(payload, 200)}"
 

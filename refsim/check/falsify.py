@@ -175,7 +175,8 @@ def _gated(requirement_witness: str) -> str:
 
 
 def compute(jobs: int | None = None, *, programs: bool = True) -> dict[str, Any]:
-    """The whole computed table, as the JSON document `specs/falsified.json` caches."""
+    """The whole computed table, as the JSON document `specs/falsified.json` caches: the
+    table, and under `raw` what failed where on every host (the table is rebuilt from it)."""
     names = [m.name for m in ZOO]
     jobs = jobs or min(len(names), os.cpu_count() or 1)
     if jobs <= 1:
@@ -185,33 +186,61 @@ def compute(jobs: int | None = None, *, programs: bool = True) -> dict[str, Any]
             hosts = list(pool.map(_judge_named, names))
     doc = table(hosts)
     if programs:
-        for row in doc["rfc"]:
-            if row["refsim"]["level"] == SEAM:
-                row["refsim"]["program"] = killing_program(row["refsim"]["host"],
-                                                           row["refsim"]["seams"])
+        add_programs(doc)
     return doc
+
+
+def add_programs(doc: dict[str, Any]) -> None:
+    """The machine's shrunk program for every RFC row a seam decides."""
+    for row in doc["rfc"]:
+        computed = row["refsim"]
+        if computed["level"] == SEAM:
+            computed["program"] = killing_program(computed["host"], computed["seams"])
 
 
 def _judge_named(name: str) -> dict[str, Any]:
     return judge_host(mutant(name))
 
 
+def load_breaks(path: Path = TABLE_PATH) -> dict[str, tuple[str, ...]]:
+    """Host -> the requirement ids it is built to break (`hosts:` of the table's file)."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    reg = load_registry()
+    by_short = {short_id(q.id): q.id for q in reg.requirements} | {q.id: q.id
+                                                                   for q in reg.requirements}
+    raw = doc.get("hosts") or {}
+    missing = [m.name for m in ZOO if m.name not in raw]
+    extra = [name for name in raw if name not in {m.name for m in ZOO}]
+    if missing or extra:
+        raise ValueError(f"{path}: hosts: missing {missing}, not in the zoo {extra}")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, ids in raw.items():
+        unknown = [i for i in ids if i not in by_short]
+        if unknown:
+            raise ValueError(f"{path}: hosts: {name}: unknown requirement ids {unknown}")
+        out[name] = tuple(by_short[i] for i in ids)
+    return out
+
+
 def table(hosts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     reg = load_registry()
+    breaks = load_breaks()
     requirements: list[dict[str, Any]] = []
     for q in reg.requirements:
         kills = []
         for h in hosts:
-            found = _level(h["levels"], q.id)
-            if found is not None:
-                level, observation, finding, seams = found
-                kills.append({"host": h["host"], "level": level, "observation": observation,
-                              "finding": finding, "seams": seams})
+            if q.id not in breaks[h["host"]]:
+                continue
+            level, observation, finding, seams, failed_on = _kill(h["levels"], q.id)
+            kills.append({"host": h["host"], "level": level, "observation": observation,
+                          "finding": finding, "seams": seams, "failedOn": failed_on})
         kills.sort(key=lambda k: (RANK[k["level"]], k["host"]))
-        best = kills[0] if kills else None
+        collateral = sorted(h["host"] for h in hosts if q.id not in breaks[h["host"]]
+                            and q.id in h["levels"]["inside"])
         requirements.append({
             "id": q.id, "section": q.section, "level": q.level, "registryWitness": q.witness,
-            "verdict": _verdict(best, q.witness), "kills": kills})
+            "verdict": _verdict(kills[0] if kills else None, q.witness), "kills": kills,
+            "alsoFailedBy": collateral})
     by_id = {r["id"]: r for r in requirements}
     rfc = []
     for row in load_rfc_table():
@@ -223,19 +252,34 @@ def table(hosts: Sequence[dict[str, Any]]) -> dict[str, Any]:
                                     "verdict": _verdict(best, None)}
         if best is not None:
             computed.update(host=best["host"], requirement=best["requirement"],
-                            observation=best["observation"], finding=best["finding"],
-                            seams=best["seams"])
+                            failedOn=best["failedOn"], observation=best["observation"],
+                            finding=best["finding"], seams=best["seams"])
         rfc.append({**row, "refsim": computed,
-                    "disagreement": disagreement(row["verdict"], computed["level"])})
-    zoo = [{"host": h["host"], "breaks": h["breaks"], "weakest": _weakest(h["levels"]),
-            "inside": sorted(h["levels"]["inside"])} for h in hosts]
-    return {"requirements": requirements, "rfc": rfc, "hosts": zoo}
+                    "disagreement": disagreement(row["verdict"], computed["level"],
+                                                 best is not None)})
+    zoo = [{"host": h["host"], "breaks": h["breaks"], "requirements": list(breaks[h["host"]]),
+            "weakest": _weakest(h["levels"]),
+            "weakestOnItsOwn": _weakest(h["levels"], breaks[h["host"]])} for h in hosts]
+    return {"requirements": requirements, "rfc": rfc, "hosts": zoo, "raw": list(hosts)}
 
 
-def _weakest(levels: dict[str, dict[str, str]]) -> str:
-    """The weakest observation that kills the host at all, on any requirement id."""
-    found = [f for f in (_level(levels, r) for r in {*levels["inside"], *levels["seams"]})
-             if f is not None]
+def _kill(levels: dict[str, dict[str, str]], requirement: str
+          ) -> tuple[str, str, str, list[str], str | None]:
+    """The weakest observation that kills a host built to break `requirement`: on that id,
+    or on any other the host fails (it is the host that is killed); that id wins ties."""
+    ids = [requirement, *sorted({*levels["inside"], *levels["seams"]} - {requirement})]
+    found = [(f, rid) for rid in ids if (f := _level(levels, rid)) is not None]
+    if not found:
+        return NONE, "nothing kills it", "no check fails on this host", [], None
+    (level, observation, finding, seams), rid = min(
+        found, key=lambda x: (RANK[x[0][0]], x[1] != requirement))
+    return level, observation, finding, seams, rid
+
+
+def _weakest(levels: dict[str, dict[str, str]], only: Iterable[str] | None = None) -> str:
+    """The weakest observation that kills the host, on any requirement id (or on `only`)."""
+    ids = {*levels["inside"], *levels["seams"]} if only is None else set(only)
+    found = [f for f in (_level(levels, r) for r in ids) if f is not None]
     if not found:
         return "not killed by the checker"
     _, observation, _, _ = min(found, key=lambda f: (RANK[f[0]], f[1]))
@@ -245,6 +289,8 @@ def _weakest(levels: dict[str, dict[str, str]]) -> str:
 def _verdict(best: dict[str, Any] | None, witness: str | None) -> str:
     if best is None:
         return "no faulty host: not falsified"
+    if best["level"] == NONE:
+        return "a faulty host breaks it, but no check kills it"
     if best["level"] == WIRE:
         return "witnessable on the wire" + (f" ({_gated(witness)})" if witness else "")
     if best["level"] == SEAM:
@@ -252,13 +298,14 @@ def _verdict(best: dict[str, Any] | None, witness: str | None) -> str:
     return "inside only (no outside observation kills it)"
 
 
-def disagreement(rfc_verdict: str, level: str) -> str | None:
+def disagreement(rfc_verdict: str, level: str, hosts: bool = True) -> str | None:
     if rfc_verdict == "unwitnessable" and level in (WIRE, SEAM):
         return ("the RFC calls it unwitnessable; refsim kills a faulty host "
                 + ("on the wire" if level == WIRE else "through a seam"))
     if rfc_verdict.startswith("witnessable") and level in (INSIDE, NONE):
         return ("the RFC calls it witnessable; no outside observation kills a faulty host"
-                if level == INSIDE else "the RFC calls it witnessable; no faulty host breaks it")
+                if level == INSIDE or hosts else
+                "the RFC calls it witnessable; no faulty host breaks it")
     if rfc_verdict == "witnessable-unaided" and level == SEAM:
         return "the RFC calls it witnessable unaided; refsim needs a seam"
     return None
@@ -321,11 +368,16 @@ def report(doc: dict[str, Any], out: TextIO) -> None:
         print(f"  RFC:    {row['verdict']} ({row['verdict_text']})", file=out)
         print(f"  refsim: {computed['verdict']}", file=out)
         if "host" in computed:
-            print(f"          killed host {computed['host']} on {short_id(computed['requirement'])}"
-                  f": {computed['finding']}", file=out)
+            failed = computed["failedOn"]
+            print(f"          faulty host {computed['host']} (breaks "
+                  f"{short_id(computed['requirement'])})"
+                  + (f", killed on {short_id(failed)}: {computed['finding']}" if failed
+                     else ": no check kills it"), file=out)
         if row["disagreement"]:
             print(f"  disagreement: {row['disagreement']}", file=out)
         program = computed.get("program")
+        if program and not program.get("program"):
+            print(f"  no killing program from the machine: {program['message']}", file=out)
         if program and program.get("program"):
             print(f"  the killing program ({program['steps']} steps, "
                   f"[{program['requirementId']}]):", file=out)
@@ -339,9 +391,12 @@ def report(doc: dict[str, Any], out: TextIO) -> None:
         who = "" if not kills else f"  [{kills[0]['host']}" + \
             (f" +{len(kills) - 1}" if len(kills) > 1 else "") + "]"
         print(f"  {short_id(q['id']):<36} {q['level']:<8} {q['verdict']}{who}", file=out)
-    print("\nEvery faulty host (weakest observation that kills it):", file=out)
+    print("\nEvery faulty host: the weakest observation that kills it on the ids it is built "
+          "to break (and on any id):", file=out)
     for h in doc["hosts"]:
-        print(f"  {h['host']:<44} {h['weakest']}", file=out)
+        own = ", ".join(short_id(r) for r in h["requirements"])
+        print(f"  {h['host']:<44} {h['weakestOnItsOwn']:<36} ({h['weakest']})  [{own}]",
+              file=out)
     disagreements = [r for r in doc["rfc"] if r["disagreement"]]
     print(f"\n{len(disagreements)} disagreement(s) with the RFC's table: "
           + (", ".join(r["id"] for r in disagreements) or "none"), file=out)
