@@ -79,6 +79,20 @@ def test_the_pair_compares_events_after_mapping_minted_ids() -> None:
     created = pair.request("POST", "/runs", api_key=KEY_A, json=body)
     assert created.status == 201 and pair.a_to_b == {created.json["runId"]: created.json["runId"]}
     assert inspector_of(pair) is None  # the machine sees a host behind the wire
+    # Another seed mints other run, event, invocation and call ids: mapped, they agree.
+    reseeded = PairClient(SimHost(seed=0), SimHost(seed=1))
+    delegating = {"workflowId": "conformance-agent-call", "inputs": {
+        "agentId": "conformance.eval:recorder", "script": [
+            {"delegate": "refsim.agents:helper", "script": [
+                {"call": "conformance.eval:counter", "args": {"op": "inc", "key": "k1"}}]},
+            {"decide": "ok"}]}}
+    source = reseeded.request("POST", "/runs", api_key=KEY_A, json=delegating)
+    assert source.status == 201 and len(reseeded.a_to_b) == 1
+    (a_id, b_id), = reseeded.a_to_b.items()
+    assert a_id != b_id
+    replay = {**body, "evalSuiteRef": "conformance-eval-recorded-replay",
+              "fixtureRuns": {"record": a_id}}
+    assert reseeded.request("POST", "/runs", api_key=KEY_A, json=replay).status in (201, 400)
     # A reading that changes the events: the delegate's calls derived.
     other = Pair(("fixture-errors=not-advertised",))
     make_a, make_b = other.hosts()

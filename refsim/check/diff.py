@@ -44,8 +44,10 @@ from refsim.wire.response import Response
 
 DIFF_ID = "refsim.diff.wire-difference"
 # Values a host mints (or stamps) itself: compared by order of first appearance, not by value.
-MINTED = frozenset({"eventId", "timestamp", "invocationId", "callId", "createdAt",
-                    "updatedAt", "startedAt", "completedAt", "durationMs"})
+MINTED = frozenset({"eventId", "timestamp", "invocationId", "parentInvocationId", "callId",
+                    "createdAt", "updatedAt", "startedAt", "completedAt", "durationMs"})
+# A member that refers to another's minted value is numbered in that one's sequence.
+SAME_SEQUENCE = {"parentInvocationId": "invocationId"}
 DEFAULT_EXAMPLES, DEFAULT_STEPS = 100, 20
 
 HostFactory = Callable[[], SimHost]
@@ -95,6 +97,7 @@ class _Minted:
         return value
 
     def _one(self, key: str, value: Any) -> str:
+        key = SAME_SEQUENCE.get(key, key)
         if (key, value) not in self.seen:
             self.counts[key] = self.counts.get(key, 0) + 1
             self.seen[(key, value)] = f"<{key} #{self.counts[key]}>"
