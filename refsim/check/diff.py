@@ -259,10 +259,12 @@ class DiffMachine(RecordedFixturesMachine):
     The pair compares their answers; against one host they are plain requests."""
 
     @rule(tenant=RecordedFixturesMachine.tenants, script=COUNTER_SCRIPTS,
-          responses=st.sampled_from(["none", "empty"]))
+          responses=st.sampled_from(["none", "empty"]), after=RecordedFixturesMachine.evals)
     def eval_with_suite_fixtures_without_on_miss(self, tenant: str, script: list[Any],
-                                                 responses: str) -> None:
-        """A task whose suite fixtures omit onMiss (the profile's default decides a miss)."""
+                                                 responses: str, after: str) -> None:
+        """A task whose suite fixtures omit onMiss (the profile's default decides a miss).
+        It waits for a replay (`after`, unused) so that it does not crowd out the steps a
+        replay needs."""
         fixtures: dict[str, Any] = {"toolResponses": []} if responses == "empty" else {
             "toolResponses": [{"tool": "conformance.eval:counter",
                                "args": {"op": "read", "key": "canned"},
