@@ -1,22 +1,25 @@
 """`refsim falsify`: RFC 0252's falsifiability table, computed from the zoo.
 
-For every requirement id of the registry and every faulty host of `refsim.check.zoo` that
-breaks it, the weakest observation that kills the host there:
+For every requirement id of the registry and every faulty host of `refsim.check.zoo` built
+to break it (`hosts:` in `specs/falsifiability.yaml`), the weakest observation that kills
+the host (on that id, or on any other it fails: it is the host that is killed):
 
-- `wire`: the checker over the wire with no conformance seam (the suite and tenant seams,
+- `wire`: the checker from outside with no conformance seam (the suite and tenant seams,
   which set a run up and observe nothing, stay);
-- `seam:<name>`: the wire plus one named seam (`counter`, `erase`, `resolve`), found by
-  offering each seam alone; `seam:counter+erase+resolve` when no single one suffices;
-- `inside`: only the in-process checker, with the simulator's inside (the copy store,
+- `wire + X seam`: the wire plus one named seam (counter, erase, resolve), found by
+  offering each seam alone in turn; `wire + counter+erase+resolve seams` when no single one
+  suffices;
+- `inside only`: only the in-process checker, with the simulator's inside (the copy store,
   resolution counts, the egress log).
 
-It is the checker of `refsim check`, run three ways on the same host: in process with its
-`Inspector`, and through `OutsideClient`, a `HostClient` with no `core` or `host` (so the
-checker finds no inspector, as over HTTP) that answers a seam it withholds as the host
-answers a path it has no route for, and leaves the seam out of discovery. The RFC's own
-table is data (`specs/falsifiability.yaml`); refsim's verdict for each of its rows is the
-weakest level over the ids the row maps to. The computed table is cached in
-`specs/falsified.json` (`refsim falsify --write`), which `specs/REFERENCE.md` renders.
+It is the checker of `refsim check`, run on the same host in process with its `Inspector`,
+and through `OutsideClient`: a `HostClient` with no `core` or `host` (so the checker finds
+no inspector, as over HTTP) that answers a seam it withholds as the host answers a path it
+has no route for, and leaves that seam out of discovery. A row that fails on the reference
+host at a level (it needs the seam withheld there) judges nothing at that level. The RFC's
+own table is data too (`rows:`); refsim's verdict for each row is the weakest level over
+the ids it maps to. The result is cached in `specs/falsified.json` (`refsim falsify --write
+specs/falsified.json`), which `specs/REFERENCE.md` renders.
 """
 
 from __future__ import annotations
