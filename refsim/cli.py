@@ -275,6 +275,58 @@ def _mutants(args: argparse.Namespace) -> int:
     return code
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from refsim.check.assume import AssumptionError
+    from refsim.check.diff import Pair, every_reading, report, run_diff, summary_line, write_json
+
+    if args.all:
+        pairs = every_reading()
+    elif args.assume or args.against:
+        pairs = [Pair(tuple(args.assume or ()), args.profile, args.against)]
+    else:
+        print("refsim diff: name what to diff: --assume NAME=VALUE, --profile A --against B, "
+              "or --all", file=sys.stderr)
+        return EXIT_USAGE
+    results = []
+    for pair in pairs:
+        try:
+            result = run_diff(pair, max_examples=args.max_examples, steps=args.steps,
+                              seed=args.seed)
+        except AssumptionError as exc:
+            print(f"refsim: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        results.append(result)
+        if args.all:
+            print(summary_line(result), flush=True)
+        else:
+            report(result, sys.stdout)
+    if args.json:
+        try:
+            write_json(results, args.json)
+        except OSError as e:
+            print(f"refsim diff: cannot write {args.json}: {e}", file=sys.stderr)
+            return EXIT_USAGE
+    return 1 if any(r.error for r in results) else 0
+
+
+def _falsify(args: argparse.Namespace) -> int:
+    from refsim.check.falsify import CACHE_PATH, compute, load_cache, report, write
+
+    doc = load_cache() if args.cached else None
+    if doc is None:
+        doc = compute(jobs=args.jobs)
+    report(doc, sys.stdout)
+    for path in filter(None, (args.write, args.json)):
+        try:
+            write(doc, path)
+        except OSError as e:
+            print(f"refsim falsify: cannot write {path}: {e}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.cached and not CACHE_PATH.exists():
+        print(f"({CACHE_PATH} is missing: computed afresh)")
+    return 0
+
+
 def _list(args: argparse.Namespace) -> int:
     from refsim.check.registry import load_registry
     print(load_registry().format_list())
@@ -388,6 +440,32 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write nothing; exit 1 if the file is stale")
     doc.add_argument("--out", metavar="PATH", help="write here instead of specs/REFERENCE.md")
     doc.set_defaults(func=_doc)
+    diff = sub.add_parser("diff", help="drive two readings side by side with the stateful "
+                                       "machine; print the shortest program after which "
+                                       "they answer differently")
+    diff.add_argument("--assume", action="append", metavar="NAME=VALUE",
+                      help="B reads this open point another way (specs/assumptions.yaml)")
+    diff.add_argument("--profile", default="reference", choices=sorted(PROFILES),
+                      help="host A's profile (and B's, unless --against)")
+    diff.add_argument("--against", choices=sorted(PROFILES), help="host B's profile")
+    diff.add_argument("--all", action="store_true",
+                      help="every alternative of every assumable row, one line each")
+    diff.add_argument("--max-examples", type=int, default=100)
+    diff.add_argument("--steps", type=int, default=20, help="steps per example")
+    diff.add_argument("--seed", type=int, default=0)
+    diff.add_argument("--json", metavar="PATH", help="write the result(s) as JSON")
+    diff.set_defaults(func=_diff)
+    falsify = sub.add_parser("falsify", help="compute RFC 0252's falsifiability table from "
+                                             "the zoo and print it beside the RFC's")
+    falsify.add_argument("--write", metavar="PATH",
+                         help="write the computed table as JSON (specs/falsified.json is "
+                              "the cache REFERENCE.md renders)")
+    falsify.add_argument("--json", metavar="PATH", help="the same, anywhere")
+    falsify.add_argument("--cached", action="store_true",
+                         help="print specs/falsified.json instead of computing")
+    falsify.add_argument("--jobs", type=int, default=None,
+                         help="processes to spread the hosts over (default: one per core)")
+    falsify.set_defaults(func=_falsify)
     from refsim import cli_http
     cli_http.register(sub)
     return parser

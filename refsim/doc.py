@@ -22,7 +22,8 @@ from refsim.registry_codes import registry as error_registry
 DEFAULT_OUT = paths.SPECS / "REFERENCE.md"
 ANSWERS = paths.SPECS / "error-answers.yaml"
 SOURCES = ("specs/requirements.yaml", "specs/examples/", "invariants/invariants.yaml",
-           "specs/assumptions.yaml", "specs/error-answers.yaml", "specs/error-registry.json")
+           "specs/assumptions.yaml", "specs/error-answers.yaml", "specs/error-registry.json",
+           "specs/falsifiability.yaml", "specs/falsified.json")
 
 
 @attrs.frozen
@@ -227,7 +228,9 @@ def render() -> str:
            f"{len(tool_errors)} tool error codes",
            "- [The example vocabulary](#the-example-vocabulary): the actions and "
            "expectations an example row is written in, and what runs over HTTP",
-           "- [Faulty hosts](#faulty-hosts): the zoo the kill matrix judges", "",
+           "- [Faulty hosts](#faulty-hosts): the zoo the kill matrix judges",
+           "- [Falsifiability, computed](#falsifiability-computed): the RFC's table beside "
+           "the one `refsim falsify` computes from the zoo", "",
            "## Requirements", "",
            "Check kinds: `scenario:` a leg of v2-eval-recorded-fixtures, `example:` a row of "
            "`specs/examples/`, `invariant:` a row of `invariants/invariants.yaml`, `machine:` "
@@ -242,6 +245,7 @@ def render() -> str:
     out += ["## Error codes", "", *_errors(answers, tool_errors)]
     out += ["", *_vocabulary()]
     out += ["", *_zoo()]
+    out += ["", *_falsified()]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -278,3 +282,47 @@ def _zoo() -> list[str]:
                    f"{_cell('in process only: ' + m.inside_only) if m.inside_only else 'yes'} |")
     return out
 
+
+
+def _falsified() -> list[str]:
+    """The RFC's falsifiability table beside refsim's, from the cache `refsim falsify
+    --write specs/falsified.json` writes (computing it takes minutes)."""
+    from refsim.check.falsify import CACHE_PATH, load_cache
+    from refsim.check.registry import short_id
+    doc = load_cache()
+    out = ["## Falsifiability, computed", ""]
+    if doc is None:
+        return [*out, f"`{CACHE_PATH.name}` is missing: run `refsim falsify --write "
+                "specs/falsified.json`."]
+    out += ["RFC 0252's falsifiability table (`specs/falsifiability.yaml`) beside the one "
+            "`refsim falsify` computes (`specs/falsified.json`): for every requirement id and "
+            "every faulty host that breaks it, the weakest observation that kills the host "
+            "there. `wire`: the checker from outside with no conformance seam; `wire + X "
+            "seam`: with that one seam (counter, erase, resolve); `inside only`: only the "
+            "in-process checker, with the simulator's inside. A row flagged **disagrees** is a "
+            "finding to read, not a failure.", "",
+            "| RFC row | RFC verdict | refsim verdict | the faulty host, where it is killed | "
+            "disagreement |", "| --- | --- | --- | --- | --- |"]
+    for row in doc["rfc"]:
+        c = row["refsim"]
+        killed = (f"`{c['host']}` (breaks {short_id(c['requirement'])}), killed on "
+                  f"{short_id(c['failedOn'])}: {c['finding']}"
+                  if c.get("failedOn") else f"`{c['host']}`: no check kills it"
+                  if "host" in c else "")
+        flag = f"**disagrees**: {row['disagreement']}" if row["disagreement"] else ""
+        out.append(f"| {_cell(row['requirement'])} | {row['verdict']} | {_cell(c['verdict'])} "
+                   f"| {_cell(killed)} | {_cell(flag)} |")
+    programs = [(row, row["refsim"]["program"]) for row in doc["rfc"]
+                if (row["refsim"].get("program") or {}).get("program")]
+    for row, program in programs:
+        out += ["", f"The program that kills `{row['refsim']['host']}` for *{row['requirement']}* "
+                f"({program['steps']} steps, `{program['requirementId']}`):", "", "```python",
+                *program["program"], "```"]
+    out += ["", "### Every requirement id", "",
+            "| requirement | level | refsim verdict | faulty hosts that break it (weakest "
+            "observation) |", "| --- | --- | --- | --- |"]
+    for q in doc["requirements"]:
+        hosts = ", ".join(f"`{k['host']}` ({k['observation']})" for k in q["kills"])
+        out.append(f"| `{short_id(q['id'])}` | {q['level']} | {_cell(q['verdict'])} | "
+                   f"{hosts or '—'} |")
+    return out

@@ -1,0 +1,417 @@
+"""`refsim falsify`: RFC 0252's falsifiability table, computed from the zoo.
+
+For every requirement id of the registry and every faulty host of `refsim.check.zoo` built
+to break it (`hosts:` in `specs/falsifiability.yaml`), the weakest observation that kills
+the host (on that id, or on any other it fails: it is the host that is killed):
+
+- `wire`: the checker from outside with no conformance seam (the suite and tenant seams,
+  which set a run up and observe nothing, stay);
+- `wire + X seam`: the wire plus one named seam (counter, erase, resolve), found by
+  offering each seam alone in turn; `wire + counter+erase+resolve seams` when no single one
+  suffices;
+- `inside only`: only the in-process checker, with the simulator's inside (the copy store,
+  resolution counts, the egress log).
+
+It is the checker of `refsim check`, run on the same host in process with its `Inspector`,
+and through `OutsideClient`: a `HostClient` with no `core` or `host` (so the checker finds
+no inspector, as over HTTP) that answers a seam it withholds as the host answers a path it
+has no route for, and leaves that seam out of discovery. A row that fails on the reference
+host at a level (it needs the seam withheld there) judges nothing at that level. The RFC's
+own table is data too (`rows:`); refsim's verdict for each row is the weakest level over
+the ids it maps to. The result is cached in `specs/falsified.json` (`refsim falsify --write
+specs/falsified.json`), which `specs/REFERENCE.md` renders.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from refsim import paths
+from refsim.check.findings import Disposition, Row
+from refsim.check.registry import load_registry, short_id
+from refsim.check.runner import PARTS, Target, run_parts
+from refsim.check.zoo import ZOO, Mutant, mutant
+from refsim.host import SimHost
+from refsim.wire.client import NO_BODY
+from refsim.wire.response import Response
+
+TABLE_PATH = paths.SPECS / "falsifiability.yaml"
+CACHE_PATH = paths.SPECS / "falsified.json"
+
+# The observation seams, by the name discovery lists them under and the path they take.
+SEAMS: dict[str, tuple[str, str]] = {
+    "counter": ("eval-counter", "/conformance/seams/eval-counter"),
+    "erase": ("runs:erase", ":erase"),
+    "resolve": ("runs:resolve", ":resolve"),
+}
+WIRE, SEAM, INSIDE, NONE = "wire", "seam", "inside", "none"
+RANK = {WIRE: 0, SEAM: 1, INSIDE: 2, NONE: 3}
+MACHINE_EXAMPLES, MACHINE_STEPS, MACHINE_SEEDS = 100, 20, (0, 1, 2)
+
+
+def _seam_of(path: str) -> str | None:
+    if not path.startswith("/conformance/seams/"):
+        return None
+    bare = path.split("?", 1)[0]
+    for name, (_, marker) in SEAMS.items():
+        if bare.startswith(marker) or bare.endswith(marker):
+            return name
+    return None
+
+
+class OutsideClient:
+    """A faulty host seen from outside: no inside for the checker, and only the seams in
+    `offered`. A withheld seam gets the host's own answer to a path it has no route for,
+    and is left out of discovery's `conformance.seams`. It keeps its host under a name the
+    checker's `inspector_of` does not look for (`host`, `core`), as over HTTP."""
+
+    def __init__(self, inner: SimHost, offered: Iterable[str] = SEAMS) -> None:
+        self._inner = inner
+        self.offered = frozenset(offered)
+
+    @property
+    def name(self) -> str:
+        return "outside, seams: " + ("+".join(sorted(self.offered)) or "none")
+
+    def request(self, method: str, path: str, *, api_key: str | None = None,
+                json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
+        seam = _seam_of(path)
+        if seam is not None and seam not in self.offered:
+            return self._inner.request(method, "/conformance/seams/withheld", api_key=api_key,
+                                       json=json, headers=headers)
+        r = self._inner.request(method, path, api_key=api_key, json=json, headers=headers)
+        if path.split("?", 1)[0] == "/.well-known/openwop" and isinstance(r.json, dict):
+            conformance = r.json.get("conformance")
+            if isinstance(conformance, dict) and isinstance(conformance.get("seams"), list):
+                withheld = {SEAMS[s][0] for s in SEAMS if s not in self.offered}
+                conformance["seams"] = [s for s in conformance["seams"] if s not in withheld]
+        return r
+
+
+Fails = dict[str, str]  # "requirement id|check id" -> the first failing finding
+
+
+def _failed(rows: Sequence[Row]) -> Fails:
+    out: Fails = {}
+    for row in rows:
+        if row.disposition is Disposition.EXECUTED_FAIL:
+            first = next((f.message for f in row.findings if not f.ok), row.detail)
+            out.setdefault(f"{row.requirement_id}|{row.check_id}", f"{first}"[:300])
+    return out
+
+
+def _outside(make: Any, offered: Iterable[str], prefix: str | None = None) -> Fails:
+    return _failed(run_parts(Target(), PARTS, prefix,
+                             client=OutsideClient(make(), offered)))
+
+
+CONFIGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("seams", tuple(SEAMS)), ("wire", ()), *((f"only:{s}", (s,)) for s in SEAMS))
+
+
+@functools.cache
+def baseline(prefix: str | None = None) -> dict[str, Fails]:
+    """The reference host's failures at every outside level: rows that cannot run there
+    (the counter or erase they need is withheld). They judge nothing at that level."""
+    return {name: _outside(lambda: SimHost(seed=0), offered, prefix)
+            for name, offered in CONFIGS}
+
+
+def _killed(fails: Fails, base: Fails) -> dict[str, str]:
+    """Requirement id -> "check: finding", for rows that fail here but not on the reference."""
+    out: dict[str, str] = {}
+    for key, message in sorted(fails.items()):
+        if key in base:
+            continue
+        requirement, _, check = key.partition("|")
+        out.setdefault(requirement, f"{check}: {message}")
+    return out
+
+
+def judge_host(faulty: Mutant, prefix: str | None = None) -> dict[str, Any]:
+    """One faulty host at every level: the requirement ids that fail there, with findings
+    (`prefix` narrows the checks, as `refsim check PREFIX` does)."""
+    base = baseline(prefix)
+    inside = _killed(_failed(run_parts(Target(mutant=faulty), PARTS, prefix)), {})
+    levels: dict[str, dict[str, str]] = {"inside": inside}
+    for name, offered in CONFIGS[:2]:
+        levels[name] = _killed(_outside(faulty.host, offered, prefix), base[name])
+    if set(levels["seams"]) - set(levels["wire"]):
+        for name, offered in CONFIGS[2:]:
+            levels[name] = _killed(_outside(faulty.host, offered, prefix), base[name])
+    return {"host": faulty.name, "breaks": faulty.breaks, "levels": levels}
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def _level(levels: dict[str, dict[str, str]], requirement: str
+           ) -> tuple[str, str, str, list[str]] | None:
+    """(level, observation, finding, seams used) of the weakest level where `requirement`
+    fails: the wire alone, the wire and one seam (each offered alone in turn), the wire and
+    all three, or only the inside."""
+    if requirement in levels.get("wire", {}):
+        return WIRE, "wire", levels["wire"][requirement], []
+    if requirement in levels.get("seams", {}):
+        needed = [s for s in SEAMS if requirement in levels.get(f"only:{s}", {})]
+        if needed:
+            finding = levels[f"only:{needed[0]}"][requirement]
+            return SEAM, f"wire + {' or '.join(needed)} seam", finding, needed[:1]
+        return SEAM, "wire + counter+erase+resolve seams", levels["seams"][requirement], \
+            list(SEAMS)
+    if requirement in levels.get("inside", {}):
+        return INSIDE, "inside only", levels["inside"][requirement], []
+    return None
+
+
+def _gated(requirement_witness: str) -> str:
+    return "ungated" if requirement_witness == "witnessable-unaided" else \
+        "gated on recordedFixtures"
+
+
+def compute(jobs: int | None = None, *, programs: bool = True) -> dict[str, Any]:
+    """The whole computed table, as the JSON document `specs/falsified.json` caches: the
+    table, and under `raw` what failed where on every host (the table is rebuilt from it)."""
+    names = [m.name for m in ZOO]
+    jobs = jobs or min(len(names), os.cpu_count() or 1)
+    if jobs <= 1:
+        hosts = [judge_host(mutant(n)) for n in names]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            hosts = list(pool.map(_judge_named, names))
+    doc = table(hosts)
+    if programs:
+        add_programs(doc)
+    return doc
+
+
+def add_programs(doc: dict[str, Any]) -> None:
+    """The machine's shrunk program for every RFC row a seam decides."""
+    for row in doc["rfc"]:
+        computed = row["refsim"]
+        if computed["level"] == SEAM:
+            computed["program"] = killing_program(computed["host"], computed["seams"])
+
+
+def _judge_named(name: str) -> dict[str, Any]:
+    return judge_host(mutant(name))
+
+
+def load_breaks(path: Path = TABLE_PATH) -> dict[str, tuple[str, ...]]:
+    """Host -> the requirement ids it is built to break (`hosts:` of the table's file)."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    reg = load_registry()
+    by_short = {short_id(q.id): q.id for q in reg.requirements} | {q.id: q.id
+                                                                   for q in reg.requirements}
+    raw = doc.get("hosts") or {}
+    missing = [m.name for m in ZOO if m.name not in raw]
+    extra = [name for name in raw if name not in {m.name for m in ZOO}]
+    if missing or extra:
+        raise ValueError(f"{path}: hosts: missing {missing}, not in the zoo {extra}")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, ids in raw.items():
+        unknown = [i for i in ids if i not in by_short]
+        if unknown:
+            raise ValueError(f"{path}: hosts: {name}: unknown requirement ids {unknown}")
+        out[name] = tuple(by_short[i] for i in ids)
+    return out
+
+
+def table(hosts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    reg = load_registry()
+    breaks = load_breaks()
+    requirements: list[dict[str, Any]] = []
+    for q in reg.requirements:
+        kills = []
+        for h in hosts:
+            if q.id not in breaks[h["host"]]:
+                continue
+            level, observation, finding, seams, failed_on = _kill(h["levels"], q.id)
+            kills.append({"host": h["host"], "level": level, "observation": observation,
+                          "finding": finding, "seams": seams, "failedOn": failed_on})
+        kills.sort(key=lambda k: (RANK[k["level"]], k["host"]))
+        collateral = sorted(h["host"] for h in hosts if q.id not in breaks[h["host"]]
+                            and q.id in h["levels"]["inside"])
+        requirements.append({
+            "id": q.id, "section": q.section, "level": q.level, "registryWitness": q.witness,
+            "verdict": _verdict(kills[0] if kills else None, q.witness), "kills": kills,
+            "alsoFailedBy": collateral})
+    by_id = {r["id"]: r for r in requirements}
+    rfc = []
+    for row in load_rfc_table():
+        kills = sorted((dict(k, requirement=rid) for rid in row["requirements"]
+                        for k in by_id[rid]["kills"]),
+                       key=lambda k: (RANK[k["level"]], k["host"], k["requirement"]))
+        best = kills[0] if kills else None
+        computed: dict[str, Any] = {"level": best["level"] if best else NONE,
+                                    "verdict": _verdict(best, None)}
+        if best is not None:
+            computed.update(host=best["host"], requirement=best["requirement"],
+                            failedOn=best["failedOn"], observation=best["observation"],
+                            finding=best["finding"], seams=best["seams"])
+        rfc.append({**row, "refsim": computed,
+                    "disagreement": disagreement(row["verdict"], computed["level"],
+                                                 best is not None)})
+    zoo = [{"host": h["host"], "breaks": h["breaks"], "requirements": list(breaks[h["host"]]),
+            "weakest": _weakest(h["levels"]),
+            "weakestOnItsOwn": _weakest(h["levels"], breaks[h["host"]])} for h in hosts]
+    return {"requirements": requirements, "rfc": rfc, "hosts": zoo, "raw": list(hosts)}
+
+
+def _kill(levels: dict[str, dict[str, str]], requirement: str
+          ) -> tuple[str, str, str, list[str], str | None]:
+    """The weakest observation that kills a host built to break `requirement`: on that id,
+    or on any other the host fails (it is the host that is killed); that id wins ties."""
+    ids = [requirement, *sorted({*levels["inside"], *levels["seams"]} - {requirement})]
+    found = [(f, rid) for rid in ids if (f := _level(levels, rid)) is not None]
+    if not found:
+        return NONE, "nothing kills it", "no check fails on this host", [], None
+    (level, observation, finding, seams), rid = min(
+        found, key=lambda x: (RANK[x[0][0]], x[1] != requirement))
+    return level, observation, finding, seams, rid
+
+
+def _weakest(levels: dict[str, dict[str, str]], only: Iterable[str] | None = None) -> str:
+    """The weakest observation that kills the host, on any requirement id (or on `only`)."""
+    ids = {*levels["inside"], *levels["seams"]} if only is None else set(only)
+    found = [f for f in (_level(levels, r) for r in ids) if f is not None]
+    if not found:
+        return "not killed by the checker"
+    _, observation, _, _ = min(found, key=lambda f: (RANK[f[0]], f[1]))
+    return observation
+
+
+def _verdict(best: dict[str, Any] | None, witness: str | None) -> str:
+    if best is None:
+        return "no faulty host: not falsified"
+    if best["level"] == NONE:
+        return "a faulty host breaks it, but no check kills it"
+    if best["level"] == WIRE:
+        return "witnessable on the wire" + (f" ({_gated(witness)})" if witness else "")
+    if best["level"] == SEAM:
+        return f"seam-witnessable ({best['observation']})"
+    return "inside only (no outside observation kills it)"
+
+
+def disagreement(rfc_verdict: str, level: str, hosts: bool = True) -> str | None:
+    if rfc_verdict == "unwitnessable" and level in (WIRE, SEAM):
+        return ("the RFC calls it unwitnessable; refsim kills a faulty host "
+                + ("on the wire" if level == WIRE else "through a seam"))
+    if rfc_verdict.startswith("witnessable") and level in (INSIDE, NONE):
+        return ("the RFC calls it witnessable; no outside observation kills a faulty host"
+                if level == INSIDE or hosts else
+                "the RFC calls it witnessable; no faulty host breaks it")
+    if rfc_verdict == "witnessable-unaided" and level == SEAM:
+        return "the RFC calls it witnessable unaided; refsim needs a seam"
+    return None
+
+
+def load_rfc_table(path: Path = TABLE_PATH) -> list[dict[str, Any]]:
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    reg = load_registry()
+    rows = []
+    for raw in doc["rows"]:
+        unknown = [r for r in raw.get("requirements", []) if r not in reg]
+        if unknown:
+            raise ValueError(f"{path}: row {raw['id']}: unknown requirement ids {unknown}")
+        rows.append({k: raw[k] for k in ("id", "requirement", "observable", "who", "verdict",
+                                         "verdict_text")}
+                    | {"requirements": list(raw.get("requirements", []))})
+    return rows
+
+
+def killing_program(host: str, seams: Sequence[str]) -> dict[str, Any]:
+    """The stateful machine on the faulty host from outside, offered only `seams`: its
+    shrunk program, or why none came out (the checker's finding stands then)."""
+    from refsim.testing.fuzz import run_machine
+    faulty = mutant(host)
+    for seed_value in MACHINE_SEEDS:
+        result = run_machine(lambda: OutsideClient(faulty.host(), seams),
+                             max_examples=MACHINE_EXAMPLES, steps=MACHINE_STEPS,
+                             seed_value=seed_value)
+        if not result.passed:
+            lines = [ln for ln in result.program if "teardown" not in ln
+                     and not any(f"state.{n}()" in ln for n in
+                                 ("live_state_agrees", "erasure_reaches_copies",
+                                  "refusals_uniform"))]
+            return {"requirementId": result.requirement_id, "message": result.message,
+                    "steps": result.steps, "seed": seed_value,
+                    "program": ["from refsim.check.falsify import outside_machine",
+                                f"RecordedFixturesMachine = outside_machine({host!r}, "
+                                f"{list(seams)!r})", *lines]}
+    return {"requirementId": None, "message": f"the machine found nothing in "
+            f"{len(MACHINE_SEEDS)} x {MACHINE_EXAMPLES} examples", "steps": 0, "program": []}
+
+
+def outside_machine(host: str, seams: Sequence[str]) -> Any:
+    """The machine over a faulty host seen from outside: what a printed program runs."""
+    from refsim.testing.stateful import machine_for
+    faulty = mutant(host)
+    return machine_for(lambda: OutsideClient(faulty.host(), seams))
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def report(doc: dict[str, Any], out: TextIO) -> None:
+    print("RFC 0252's falsifiability table beside refsim's, computed from the zoo "
+          f"({len(doc['hosts'])} faulty hosts)\n", file=out)
+    for row in doc["rfc"]:
+        computed = row["refsim"]
+        flag = "  DISAGREES" if row["disagreement"] else ""
+        print(f"{row['requirement']}{flag}", file=out)
+        print(f"  RFC:    {row['verdict']} ({row['verdict_text']})", file=out)
+        print(f"  refsim: {computed['verdict']}", file=out)
+        if "host" in computed:
+            failed = computed["failedOn"]
+            print(f"          faulty host {computed['host']} (breaks "
+                  f"{short_id(computed['requirement'])})"
+                  + (f", killed on {short_id(failed)}: {computed['finding']}" if failed
+                     else ": no check kills it"), file=out)
+        if row["disagreement"]:
+            print(f"  disagreement: {row['disagreement']}", file=out)
+        program = computed.get("program")
+        if program and not program.get("program"):
+            print(f"  no killing program from the machine: {program['message']}", file=out)
+        if program and program.get("program"):
+            print(f"  the killing program ({program['steps']} steps, "
+                  f"[{program['requirementId']}]):", file=out)
+            for line in program["program"]:
+                print(f"    {line}", file=out)
+        print(file=out)
+    print("Every requirement id (weakest observation that kills a faulty host breaking it):",
+          file=out)
+    for q in doc["requirements"]:
+        kills = q["kills"]
+        who = "" if not kills else f"  [{kills[0]['host']}" + \
+            (f" +{len(kills) - 1}" if len(kills) > 1 else "") + "]"
+        print(f"  {short_id(q['id']):<36} {q['level']:<8} {q['verdict']}{who}", file=out)
+    print("\nEvery faulty host: the weakest observation that kills it on the ids it is built "
+          "to break (and on any id):", file=out)
+    for h in doc["hosts"]:
+        own = ", ".join(short_id(r) for r in h["requirements"])
+        print(f"  {h['host']:<44} {h['weakestOnItsOwn']:<36} ({h['weakest']})  [{own}]",
+              file=out)
+    disagreements = [r for r in doc["rfc"] if r["disagreement"]]
+    print(f"\n{len(disagreements)} disagreement(s) with the RFC's table: "
+          + (", ".join(r["id"] for r in disagreements) or "none"), file=out)
+
+
+def write(doc: dict[str, Any], path: str | Path = CACHE_PATH) -> None:
+    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n",
+                          encoding="utf-8")
+
+
+def load_cache(path: Path = CACHE_PATH) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return doc

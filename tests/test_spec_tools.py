@@ -1,0 +1,223 @@
+"""`refsim diff` and `refsim falsify` (issue 13): the pair client, the printed programs, the
+RFC's falsifiability table as data and the computed one."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from refsim.check import falsify
+from refsim.check.diff import (
+    DIFF_ID,
+    Pair,
+    PairClient,
+    WireDifference,
+    every_reading,
+    report,
+    run_diff,
+    summary_line,
+)
+from refsim.check.observe import KEY_A, inspector_of
+from refsim.check.registry import load_registry
+from refsim.check.zoo import ZOO, mutant
+from refsim.cli import main
+from refsim.host import SimHost
+from refsim.testing.fuzz import run_machine
+
+# What `refsim diff --assume merge-suite-fixtures=merge` printed (seed 0), pasted verbatim.
+MERGE_PROGRAM = """\
+from refsim.check.diff import pair_machine
+RecordedFixturesMachine = pair_machine(assume=['merge-suite-fixtures=merge'])
+state = RecordedFixturesMachine()
+tenants_0 = state.add_tenant(name='initech')
+runs_0 = state.record_noop_run(tenant=tenants_0)
+state.refuse_fields(caller=tenants_0, kind='suite-fixtures', source_id=runs_0)
+"""
+
+
+def _run_program(text: str) -> WireDifference:
+    with pytest.raises(WireDifference) as caught:
+        exec(compile(text, "<printed program>", "exec"), {})
+    return caught.value
+
+
+def test_the_printed_merge_program_shows_the_difference_on_both_hosts() -> None:
+    found = _run_program(MERGE_PROGRAM).difference
+    assert found.method == "POST" and found.path == "/runs"
+    assert (found.a.status, found.a.body["error"]) == (400, "validation_error")
+    assert "never merged" in found.a.body["message"]
+    assert found.b.body != found.a.body
+
+
+def test_the_reference_against_itself_shows_no_difference() -> None:
+    result = run_diff(Pair(), max_examples=15, steps=10)
+    out = io.StringIO()
+    report(result, out)
+    assert result.difference is None and result.error is None
+    assert "no wire-observable difference in 15 examples × 10 steps" in out.getvalue()  # noqa: RUF001
+    assert result.fuzz.machine.steps_taken > 0
+    assert "none found in 15 examples" in summary_line(result)
+
+
+def test_a_pair_that_differs_only_inside_shows_no_difference() -> None:
+    """reresolves-on-fork differs from the reference only in the resolution count."""
+    inside_only = mutant("reresolves-on-fork")
+    assert inside_only.inside_only
+    result = run_machine(lambda: PairClient(SimHost(seed=0), inside_only.host()),
+                         max_examples=15, steps=15, seed_value=0)
+    assert result.passed, result.message
+    assert result.machine.branches["erase"] > 0
+
+
+def test_the_pair_compares_events_after_mapping_minted_ids() -> None:
+    pair = PairClient(SimHost(seed=0), SimHost(seed=0))
+    body = {"mode": "eval", "evalSuiteRef": "conformance-eval-recorded-source",
+            "agentId": "conformance.eval:recorder"}
+    created = pair.request("POST", "/runs", api_key=KEY_A, json=body)
+    assert created.status == 201 and pair.a_to_b == {created.json["runId"]: created.json["runId"]}
+    assert inspector_of(pair) is None  # the machine sees a host behind the wire
+    # Another seed mints other run, event, invocation and call ids: mapped, they agree.
+    reseeded = PairClient(SimHost(seed=0), SimHost(seed=1))
+    delegating = {"workflowId": "conformance-agent-call", "inputs": {
+        "agentId": "conformance.eval:recorder", "script": [
+            {"delegate": "refsim.agents:helper", "script": [
+                {"call": "conformance.eval:counter", "args": {"op": "inc", "key": "k1"}}]},
+            {"decide": "ok"}]}}
+    source = reseeded.request("POST", "/runs", api_key=KEY_A, json=delegating)
+    assert source.status == 201 and len(reseeded.a_to_b) == 1
+    (a_id, b_id), = reseeded.a_to_b.items()
+    assert a_id != b_id
+    replay = {**body, "evalSuiteRef": "conformance-eval-recorded-replay",
+              "fixtureRuns": {"record": a_id}}
+    assert reseeded.request("POST", "/runs", api_key=KEY_A, json=replay).status in (201, 400)
+    # A reading that changes the events: the delegate's calls derived.
+    other = Pair(("fixture-errors=not-advertised",))
+    make_a, make_b = other.hosts()
+    with pytest.raises(WireDifference) as caught:
+        PairClient(make_a(), make_b()).request("GET", "/.well-known/openwop")
+    assert caught.value.requirement_id == DIFF_ID and caught.value.difference.what == "body"
+
+
+def test_every_assumable_alternative_can_be_diffed() -> None:
+    from refsim.check.assume import assumables
+    pairs = {p.assume[0] for p in every_reading()}
+    assert pairs == {f"{r.id}={v}" for r in assumables().values() for v in r.alternatives}
+
+
+def test_diff_cli_writes_json(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "d.json"
+    assert main(["diff", "--assume", "fixture-errors=not-advertised", "--max-examples", "5",
+                 "--steps", "5", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "DIFFERENCE after 0 step(s): GET /.well-known/openwop" in out
+    doc = json.loads(path.read_text())
+    assert doc["found"] and doc["rows"][0]["id"] == "fixture-errors"
+    assert doc["difference"]["a"]["status"] == 200
+
+
+@pytest.mark.slow
+def test_merge_diff_prints_a_short_program_that_reproduces() -> None:
+    result = run_diff(Pair(("merge-suite-fixtures=merge",)))
+    assert result.difference is not None and result.fuzz.steps <= 6
+    assert _run_program("\n".join(result.program)).difference.what == result.difference.what
+
+
+# ----------------------------------------------------------------------------- falsify
+
+
+def test_the_outside_client_has_no_inside_and_withholds_seams() -> None:
+    client = falsify.OutsideClient(SimHost(seed=0), ("counter",))
+    assert inspector_of(client) is None
+    seams = client.request("GET", "/.well-known/openwop").json["conformance"]["seams"]
+    assert "eval-counter" in seams and "runs:erase" not in seams
+    r = client.request("POST", "/conformance/seams/runs/acme~2Frun-x:erase", api_key=KEY_A)
+    assert (r.status, r.json["error"]) == (404, "not_found")
+    assert client.request("GET", "/conformance/seams/eval-counter?key=k",
+                          api_key=KEY_A).status == 200
+
+
+def test_the_rfc_table_maps_onto_registry_ids() -> None:
+    rows = falsify.load_rfc_table()
+    assert len(rows) == 10
+    reg = load_registry()
+    assert all(r in reg for row in rows for r in row["requirements"])
+    by_id = {row["id"]: row for row in rows}
+    assert by_id["no-re-resolution"]["verdict"] == "unwitnessable"
+    assert by_id["copy-erased-with-source"]["requirements"] == [
+        "refsim.requirement.0252.copy-erased-with-source",
+        "refsim.requirement.0252.gone-copy-refused"]
+
+
+def test_a_faulty_host_is_killed_through_the_erase_seam() -> None:
+    host = falsify.judge_host(mutant("keeps-copy-after-erasure"), "gone-copy")
+    level = falsify._level(host["levels"], "refsim.requirement.0252.gone-copy-refused")
+    assert level is not None and level[0] == falsify.SEAM and level[3] == ["erase"]
+
+
+def test_disagreement_rules() -> None:
+    assert falsify.disagreement("unwitnessable", falsify.SEAM)
+    assert falsify.disagreement("witnessable-gated", falsify.INSIDE)
+    assert falsify.disagreement("witnessable-gated", falsify.NONE)
+    assert falsify.disagreement("witnessable-gated", falsify.WIRE) is None
+    assert falsify.disagreement("unwitnessable", falsify.INSIDE) is None
+
+
+def test_the_cache_covers_the_zoo_the_registry_and_the_rfc_table() -> None:
+    doc = falsify.load_cache()
+    assert doc is not None, "run `refsim falsify --write specs/falsified.json`"
+    assert [h["host"] for h in doc["hosts"]] == [m.name for m in ZOO]
+    assert [q["id"] for q in doc["requirements"]] == [q.id for q in load_registry().requirements]
+    assert [(r["id"], r["verdict"], r["requirements"]) for r in doc["rfc"]] == [
+        (r["id"], r["verdict"], r["requirements"]) for r in falsify.load_rfc_table()]
+    assert {h["host"]: tuple(h["requirements"]) for h in doc["hosts"]} == falsify.load_breaks()
+    for q in doc["requirements"]:
+        if not q["kills"]:
+            assert q["verdict"] == "no faulty host: not falsified"
+    rfc = {r["id"]: r for r in doc["rfc"]}
+    security = rfc["copy-erased-with-source"]["refsim"]
+    assert security["level"] == falsify.SEAM and security["seams"] == ["erase"]
+    assert security["program"]["program"] and security["program"]["requirementId"]
+    # §E: the only hosts built to re-resolve find the source still there, or refused alike
+    # once erased: only the inside sees the second look-up (the report says what would
+    # make it show).
+    assert rfc["no-re-resolution"]["refsim"]["level"] == falsify.INSIDE
+    assert rfc["client-never-sends"]["refsim"]["verdict"] == "no faulty host: not falsified"
+    assert falsify.table(doc["raw"]) == {k: v for k, v in doc.items()} | {
+        "rfc": [{**r, "refsim": {k: v for k, v in r["refsim"].items() if k != "program"}}
+                for r in doc["rfc"]]}, "stale: run `refsim falsify --write specs/falsified.json`"
+
+
+def test_the_security_rows_killing_program_kills_from_outside() -> None:
+    doc = falsify.load_cache()
+    assert doc is not None
+    program = next(r for r in doc["rfc"] if r["id"] == "copy-erased-with-source")[
+        "refsim"]["program"]
+    from refsim.testing.stateful import RequirementViolated
+    with pytest.raises(RequirementViolated) as caught:
+        exec(compile("\n".join(program["program"]), "<killing program>", "exec"), {})
+    assert caught.value.requirement_id == program["requirementId"]
+
+
+def test_the_cache_is_current_for_the_erasure_hosts() -> None:
+    doc = falsify.load_cache()
+    assert doc is not None
+    raw = {h["host"]: h["levels"] for h in doc["raw"]}
+    gone = "refsim.requirement.0252.gone-copy-refused"
+    for name in ("keeps-copy-after-erasure", "runs-live-when-copy-gone", "wipes-all-copies"):
+        fresh = falsify.judge_host(mutant(name), "gone-copy")["levels"]
+        level = falsify._level(fresh, gone)
+        assert level is not None and level[:2] == (falsify.SEAM, "wire + erase seam"), name
+        assert falsify._level(raw[name], gone) == level, f"{name}: specs/falsified.json is stale"
+
+
+@pytest.mark.slow
+def test_the_cache_is_current() -> None:
+    fresh = falsify.compute(programs=False)
+    cached = falsify.load_cache()
+    assert cached is not None
+    for row in cached["rfc"]:
+        row["refsim"].pop("program", None)
+    assert fresh == cached
