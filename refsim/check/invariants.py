@@ -525,38 +525,47 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
 
 
 @_check
-@_inside("v2 has no portable run deletion: only the simulator can take the source out of "
-         "the host and count how often it was resolved")
 def check_no_reresolution(probe: Probe) -> list[Finding]:
     """§E: forks of an eval run read the stored copy and never resolve the source again.
 
-    Two witnesses: the host's resolution count (which only a SourcePolicy moves), and the
-    effect itself: with the source deleted from the host, a fork must still be served
-    the recorded answers, which only the stored copy can give it.
+    On the wire, through the erase seam: the source's held calls lapse (`scope=held-calls`,
+    §C's "not required to retain calls"), so the source is no longer usable, yet forks of
+    the eval run must still be served the recorded answers, which only the stored copy can
+    give. Inside the simulator also: the source deleted outright, and the host's
+    resolution count (which only a SourcePolicy moves) must not grow.
     """
     req = R_NO_RERESOLVE
     a, inspector = probe.a, probe.inspector
-    assert inspector is not None
     source = a.eval(SOURCE)
     out = _controls(req, source, "the source run")
     if source.run_id is None:
         return out
     replay = a.eval(REPLAY, {"record": source.run_id})
     out += _controls(req, replay, "the eval run")
-    resolved = inspector.resolutions(source.run_id)
-    out.append(check(req, resolved >= 1, f"positive control: creating the eval run resolved "
-                     f"the source ({resolved} time(s))"))
+    resolved = inspector.resolutions(source.run_id) if inspector is not None else 0
+    if inspector is not None:
+        out.append(check(req, resolved >= 1, f"positive control: creating the eval run "
+                         f"resolved the source ({resolved} time(s))"))
     if replay.run_id is None:
         return out
-    # The source's events were read above, before it goes. Then take it out of the host
-    # the way a host that deletes runs would (not the erase seam: that erases the copy).
-    out.append(check(req, inspector.delete_run(source.run_id),
-                     "the source was deleted from the host"))
+    lapsed = a.erase(source.run_id, held_calls_only=True)
+    out.append(check(req, lapsed.status == 200, "the source's held calls lapsed through the "
+                     f"erase seam ({lapsed.status})"))
+    unusable = a.create(eval_body(REPLAY, {"record": source.run_id}))
+    out += judges.refused(req, unusable, "positive control: a new eval naming the lapsed "
+                          "source")
+    if inspector is not None:
+        resolved = inspector.resolutions(source.run_id)  # that create resolved it once more
+        # The effect, again, with the source gone outright, the way a host that deletes
+        # runs would (not the erase seam: that erases the copy too).
+        out.append(check(req, inspector.delete_run(source.run_id),
+                         "the source was deleted from the host"))
     count = probe.count(a)
+    gone = "deleted from the host" if inspector is not None else "lapsed"
     # Each must be created (201) and served from the copy: a fork that needs the source
     # is refused now, or misses.
-    forks = [(f"a {mode} fork with the source deleted from the host",
-              a.forked(replay.run_id, mode)) for mode in ("replay", "branch")]
+    forks = [(f"a {mode} fork with the source {gone}", a.forked(replay.run_id, mode))
+             for mode in ("replay", "branch")]
     branch = forks[1][1].run_id
     if branch is not None:
         forks.append(("a branch of the branch", a.forked(branch, "branch")))
@@ -565,10 +574,12 @@ def check_no_reresolution(probe: Probe) -> list[Finding]:
         if judges.outcomes_on_wire(source.events, RECORDER):
             out += judges.outcomes_equal(req, source.events, fork.events, RECORDER)
         out += judges.miss_count(req, fork.events, fork.summary, "record", 0)
-        out.append(judges.no_reresolution(req, resolved, inspector.resolutions(source.run_id),
-                                          label))
+        if inspector is not None:
+            out.append(judges.no_reresolution(req, resolved,
+                                              inspector.resolutions(source.run_id), label))
     out.append(judges.counter_unchanged(req, count, probe.count(a), "the forks"))
-    out += _fork_after_erasure(probe)
+    if inspector is not None:
+        out += _fork_after_erasure(probe)
     return out
 
 

@@ -260,8 +260,11 @@ class Session:
     def fork(self, run_id: str, mode: str = "replay", **body: Any) -> Response:
         return self.request("POST", run_path(run_id, ":fork"), json={"mode": mode, **body})
 
-    def erase(self, run_id: str) -> Response:
-        return self.request("POST", "/conformance/seams" + run_path(run_id, ":erase"))
+    def erase(self, run_id: str, *, held_calls_only: bool = False) -> Response:
+        """The erase seam: the run's tool content and every copy derived from it, or (with
+        `held_calls_only`) a retention lapse: only the run's held calls go."""
+        scope = "?scope=held-calls" if held_calls_only else ""
+        return self.request("POST", "/conformance/seams" + run_path(run_id, ":erase") + scope)
 
     def resolve(self, run_id: str) -> Response:
         return self.request("POST", "/conformance/seams" + run_path(run_id, ":resolve"))

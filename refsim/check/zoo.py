@@ -544,9 +544,7 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("derives-egress-credential", "§D/SR-1: credential resolved at egress MUST NOT "
            "enter a derived entry", _swap(deriver=_DerivesEgress)),
     Mutant("reresolves-on-fork", "§E: a fork of the eval run MUST NOT resolve the source "
-           "again", _swap(forks=ReresolvesOnFork),
-           inside_only="the source is still there to resolve, so the fork answers alike: only "
-           "the simulator's resolution count shows it was looked up again"),
+           "again", _swap(forks=ReresolvesOnFork)),
     Mutant("keeps-copy-after-erasure", "Security: the derived copy is erased with its "
            "source", lambda: Components(copies=KeepsCopies)),
     Mutant("omits-echo", "§E: eval.started MUST carry fixtureRuns when the request did",
@@ -593,9 +591,7 @@ ZOO: tuple[Mutant, ...] = (
            "counted", _swap(misses=_CountsMissButCallsLive)),
     Mutant("plans-live", "§D: derived fixtures run onMiss fail", _swap(planner=_PlansLive)),
     Mutant("derives-from-source-on-fork", "§E: a fork reads the stored copy, never the "
-           "source again", _swap(forks=_DerivesFromSourceOnFork),
-           inside_only="v2 has no portable run deletion: only deleting the source inside the "
-           "simulator shows that the fork read it again"),
+           "source again", _swap(forks=_DerivesFromSourceOnFork)),
     Mutant("runs-live-when-copy-gone", "Security: a fork whose copy is gone is refused, never "
            "run against live tools", _swap(forks=_RunsLiveWhenCopyGone)),
     Mutant("wipes-all-copies", "Security: erasure reaches the source's copies, and only "

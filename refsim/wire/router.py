@@ -644,7 +644,12 @@ class Router:
         rid = self._parse_run_segment(caller, args[0])
         if isinstance(rid, Refusal):
             return refusal_response(rid)
-        result = self.core.erase(caller, rid)
+        scope = (request.query.get("scope") or ["all"])[-1]
+        if scope not in ("all", "held-calls"):
+            return refusal_response(validation("the erase seam takes ?scope=all (the default: "
+                                               "the run's content and every copy of it) or "
+                                               "?scope=held-calls (its held calls only)"))
+        result = self.core.erase(caller, rid, held_only=scope == "held-calls")
         if isinstance(result, Refusal):
             return refusal_response(result)
         return _json_response(200, render.erasure(result))
