@@ -400,6 +400,23 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             self.erase(source_id)
         self.fork(eval_id, mode)
 
+    @rule(eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
+    def lapse_source_then_fork(self, eval_id: str, mode: str) -> None:
+        """§E: once the source's held calls lapse (the erase seam's scope=held-calls), the
+        source is no usable source, yet a fork of the eval run re-reads its copy."""
+        for source_id in (self.model.runs[eval_id].fixture_runs or {}).values():
+            source = self.model.runs[source_id]
+            r = self._checked(source.tenant, self._session(source.tenant).erase(
+                source_id, held_calls_only=True))
+            if r.status in (400, 404) and self.sim is None:
+                return  # a host whose erase seam has no retention lapse
+            expect(r.status == 200, req_id("0252.fork-no-reresolve"),
+                   f"letting the source's calls lapse: {r.status} {r.json}")
+            source.held = False
+            self._count("lapse")
+            note(f"{source.tenant} let {source_id}'s held calls lapse")
+        self.fork(eval_id, mode)
+
     def _judge_eval(self, run: ModelRun, answers: list[Any]) -> None:
         session = self._session(run.tenant)
         events = session.events(run.id)
