@@ -156,3 +156,27 @@ def test_without_a_second_tenant_rows_that_need_one_are_blocked(served: str) -> 
                      tenant_b_key=None)
     blocked = [r for r in rows if r.disposition is Disposition.BLOCKED]
     assert blocked and all("globex" in r.detail for r in blocked)
+
+
+def _without_seams(host: SimHost, method: str, target: str, headers: dict[str, str],
+                   body: bytes | None, response: Response) -> Response:
+    """A host that offers no conformance seam: none in discovery, 404 on every seam path."""
+    if target.startswith("/conformance/seams"):
+        return Response(404, {"Content-Type": "application/json", "OpenWOP-Version": "2.0"},
+                        {"error": "not_found", "message": "no such path on this host"})
+    if target.startswith("/.well-known/openwop") and isinstance(response.json, dict):
+        doc = dict(response.json)
+        doc["conformance"] = {"seamsProfile": "openwop-conformance-seams-v2", "seams": []}
+        return Response(response.status, dict(response.headers), doc)
+    return response
+
+
+def test_a_host_without_seams_gets_blocked_rows_never_failed_ones() -> None:
+    with background(SimHost(seed=0, edge=_without_seams)) as server:
+        rows = _remote(server.url)
+    assert not _failed(rows), [(r.check_id, r.detail) for r in rows
+                               if r.disposition is Disposition.EXECUTED_FAIL]
+    blocked = [r for r in rows if r.disposition is Disposition.BLOCKED]
+    assert len(blocked) >= 20
+    assert all("seam" in r.detail or "counter" in r.detail for r in blocked)
+    assert any(r.passed for r in rows if r.scenario_id == "rfc-0252-examples")

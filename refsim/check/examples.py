@@ -118,6 +118,11 @@ from refsim.check.observe import (
     COUNTER_TOOL,
     KEYS,
     RECORDER,
+    SEAM_COUNTER,
+    SEAM_ERASE,
+    SEAM_RESOLVE,
+    SEAM_SUITES,
+    SEAM_TENANTS,
     Inspector,
     Observed,
     Session,
@@ -198,6 +203,25 @@ class Example:
     @property
     def expectation_names(self) -> set[str]:
         return {e.name for r in self.requests for e in r.expect}
+
+    def seams(self, inside: bool) -> set[str]:
+        """The conformance seams the row uses (`inside`: the simulator's inside is there to
+        stand in for what only it can see)."""
+        needed: set[str] = set()
+        for action in self.actions:
+            seam = _ACTION_SEAMS.get(action.kind)
+            if seam is not None:
+                needed.add(seam)
+            if action.kind == "http":
+                path = str(action.args["path"])
+                for name in (SEAM_COUNTER, SEAM_SUITES, SEAM_TENANTS):
+                    if path.startswith("/conformance/seams/" + name):
+                        needed.add(name)
+        names = self.expectation_names
+        if names & {"counter_unchanged", "counter_moved"} or (
+                not inside and "live_calls_unchanged" in names):
+            needed.add(SEAM_COUNTER)
+        return needed
 
     def needs_inside(self) -> str | None:
         """Why the row can only run in process (None when the wire can witness it): it pins
@@ -649,8 +673,23 @@ def run_example(example: Example, host: HostClient, *,
         if reason is not None:
             return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
                                 reason, check_id=example.id)
-    findings = _RowRun(example, host, inspector_of(host), dict(keys or DEFAULT_TENANTS)).run()
+    inspector = inspector_of(host)
+    missing = sorted(example.seams(inspector is not None) - _offered_seams(host))
+    if missing:
+        return Row.unjudged(example.requirement_id, SCENARIO, Disposition.BLOCKED,
+                            f"the host ({host.name}) does not offer the conformance seam(s) "
+                            f"{', '.join(missing)} (discovery conformance.seams), which the row "
+                            "uses", check_id=example.id)
+    findings = _RowRun(example, host, inspector, dict(keys or DEFAULT_TENANTS)).run()
     return Row.judged(example.requirement_id, SCENARIO, findings, check_id=example.id)
+
+
+_ACTION_SEAMS = {"register_suite": SEAM_SUITES, "add_tenant": SEAM_TENANTS,
+                 "erase": SEAM_ERASE, "resolve": SEAM_RESOLVE}
+
+
+def _offered_seams(host: HostClient) -> frozenset[str]:
+    return gate(Session(host, DEFAULT_TENANTS["acme"]).discovery(), fixtures=False).seams
 
 
 def inapplicable_because(host: HostClient) -> str | None:

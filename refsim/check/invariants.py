@@ -24,6 +24,9 @@ from refsim.check.observe import (
     KEYS,
     RECORDER,
     REPLAY,
+    SEAM_COUNTER,
+    SEAM_ERASE,
+    SEAM_SUITES,
     SOURCE,
     TENANT_A,
     TENANT_B,
@@ -100,6 +103,17 @@ INSIDE: dict[str, str] = {}
 def _check(fn: Check) -> Check:
     CHECKS[fn.__name__] = fn
     return fn
+
+
+# The conformance seams each check uses; a host that offers none of them gets a blocked row.
+NEEDS: dict[str, frozenset[str]] = {}
+
+
+def _needs(*seams: str) -> Callable[[Check], Check]:
+    def mark(fn: Check) -> Check:
+        NEEDS[fn.__name__] = frozenset(seams)
+        return fn
+    return mark
 
 
 def _inside(why: str) -> Callable[[Check], Check]:
@@ -254,6 +268,16 @@ def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = Non
                                      str(gated.reason), check_id=inv.id))
             continue
         inspector = inspector_of(host)
+        # Inside the simulator the counter is read from inside when the seam is missing.
+        needed = NEEDS.get(inv.check, frozenset()) - (
+            {SEAM_COUNTER} if inspector is not None else set())
+        missing = sorted(needed - gated.seams)
+        if missing:
+            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, Disposition.BLOCKED,
+                                     f"the host does not offer the conformance seam(s) "
+                                     f"{', '.join(missing)} (discovery conformance.seams), "
+                                     "which the check uses", check_id=inv.id))
+            continue
         probe = Probe(host, Session(host, keys[TENANT_A], inspector),
                       Session(host, keys[TENANT_B], inspector), inspector)
         try:
@@ -276,7 +300,7 @@ def _bound_row(inv: Invariant, make_host: Callable[[], HostClient], keys: dict[s
                              check_id=inv.id)
     row = run_example(example, make_host(), keys=keys)
     findings = [attrs.evolve(f, requirement_id=inv.requirement_id) for f in row.findings]
-    if row.disposition is Disposition.INAPPLICABLE:
+    if row.disposition in (Disposition.INAPPLICABLE, Disposition.BLOCKED):
         return Row.unjudged(inv.requirement_id, SCENARIO, row.disposition, row.detail,
                             check_id=inv.id)
     return Row.judged(inv.requirement_id, SCENARIO, findings, check_id=inv.id)
@@ -408,6 +432,7 @@ CONTENT_DECISION = "content-marker-0252-decision"
 
 
 @_check
+@_needs(SEAM_SUITES)
 def check_summary_content_free(probe: Probe) -> list[Finding]:
     """§D + RFC 0081: eval.* events and the summary carry no recorded or task content."""
     req = R_CONTENT_FREE
@@ -446,6 +471,7 @@ def check_summary_content_free(probe: Probe) -> list[Finding]:
 
 
 @_check
+@_needs(SEAM_SUITES, SEAM_COUNTER)
 def check_fail_closed(probe: Probe) -> list[Finding]:
     """§D + Security: a miss reaches no live tool, is counted, and fails the task."""
     req = R_FAIL_CLOSED
@@ -485,6 +511,7 @@ def check_fail_closed(probe: Probe) -> list[Finding]:
 @_check
 @_inside("derived entries and the egress log never leave the host: only the simulator's "
          "inside shows that no credential entered a copy (the RFC calls it unwitnessable)")
+@_needs(SEAM_SUITES)
 def check_no_egress_credential(probe: Probe) -> list[Finding]:
     """§D SR-1: the egress-injected credential never enters a derived entry or the wire."""
     req = R_NO_EGRESS
@@ -525,6 +552,7 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
 
 
 @_check
+@_needs(SEAM_ERASE, SEAM_COUNTER)
 def check_no_reresolution(probe: Probe) -> list[Finding]:
     """§E: forks of an eval run read the stored copy and never resolve the source again.
 
@@ -612,6 +640,7 @@ KEEP_QUERY = "keep-marker-0252"
 @_check
 @_inside("the copy store never shows on the wire: only the simulator's inside shows which "
          "copies erasure reached (the wire side is eval-fixture-gone-copy-refused)")
+@_needs(SEAM_SUITES, SEAM_ERASE)
 def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
     """Security: erasing a source erases every copy derived from it, and only those."""
     req = R_COPY_ERASED
@@ -665,6 +694,7 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
 
 
 @_check
+@_needs(SEAM_ERASE, SEAM_COUNTER)
 def check_gone_copy_refused(probe: Probe) -> list[Finding]:
     """Security: a fork whose copy is gone is refused, re-derives nothing, runs nothing live."""
     req = R_GONE_COPY
@@ -715,6 +745,7 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
 
 
 @_check
+@_needs(SEAM_SUITES, SEAM_COUNTER)
 def check_facet_implies_matching(probe: Probe) -> list[Finding]:
     """§A: recordedFixtures comes with fixtureMatching, and both claims hold in behaviour."""
     req = R_FACET
@@ -760,6 +791,7 @@ def check_facet_implies_matching(probe: Probe) -> list[Finding]:
 
 
 @_check
+@_needs(SEAM_SUITES)
 def check_derived_never_on_wire(probe: Probe) -> list[Finding]:
     """§D: no response or event carries derived entries, by key or by content, and no export
     operation exists."""
