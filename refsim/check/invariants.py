@@ -552,7 +552,7 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
 
 
 @_check
-@_needs(SEAM_ERASE, SEAM_COUNTER)
+@_needs(SEAM_ERASE)
 def check_no_reresolution(probe: Probe) -> list[Finding]:
     """§E: forks of an eval run read the stored copy and never resolve the source again.
 
@@ -605,7 +605,8 @@ def check_no_reresolution(probe: Probe) -> list[Finding]:
         if inspector is not None:
             out.append(judges.no_reresolution(req, resolved,
                                               inspector.resolutions(source.run_id), label))
-    out.append(judges.counter_unchanged(req, count, probe.count(a), "the forks"))
+    if count >= 0:  # the counter seam (or the inside) lets the counter be read
+        out.append(judges.counter_unchanged(req, count, probe.count(a), "the forks"))
     if inspector is not None:
         out += _fork_after_erasure(probe)
     return out
@@ -694,7 +695,7 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
 
 
 @_check
-@_needs(SEAM_ERASE, SEAM_COUNTER)
+@_needs(SEAM_ERASE)
 def check_gone_copy_refused(probe: Probe) -> list[Finding]:
     """Security: a fork whose copy is gone is refused, re-derives nothing, runs nothing live."""
     req = R_GONE_COPY
@@ -738,9 +739,10 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
     if probe.inspector is not None:
         out.append(judges.nothing_minted(req, again, "the refused forks", runs,
                                          probe.inspector.run_count()))
-    out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
-    out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
-                                "live tool state across the refused forks"))
+    if count >= 0:  # the counter seam (or the inside) lets the counter be read
+        out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
+        out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
+                                    "live tool state across the refused forks"))
     return out
 
 
