@@ -133,8 +133,8 @@ class Difference:
 
 class WireDifference(RequirementViolated):
     def __init__(self, difference: Difference) -> None:
-        super().__init__(DIFF_ID, f"{difference.method} {difference.path}: the {difference.what} "
-                                  "differ")
+        super().__init__(DIFF_ID, f"{difference.method} {difference.path}: the answers differ "
+                                  f"in the {difference.what}")
         self.difference = difference
 
 
@@ -422,8 +422,8 @@ def report(result: DiffResult, out: TextIO) -> None:
         for branch, count in sorted(machine.branches.items()):
             print(f"  {branch:<28} {count}", file=out)
         return
-    print(f"DIFFERENCE after {result.fuzz.steps} step(s): {d.method} {d.path}: the {d.what} "
-          "differ", file=out)
+    print(f"DIFFERENCE after {result.fuzz.steps} step(s): {d.method} {d.path}: the answers "
+          f"differ in the {d.what}", file=out)
     print(f"\nThe program ({result.fuzz.steps} steps), pasteable; its last step raises "
           f"WireDifference [{DIFF_ID}]:", file=out)
     for line in result.program:
