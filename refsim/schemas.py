@@ -95,14 +95,37 @@ def _leaves(errors: Any) -> Iterator[Any]:
             yield error
 
 
+_ISSUES: dict[tuple[str, str, int | None], tuple[SchemaIssue, ...]] = {}
+_ISSUES_MAX = 4096
+# Documents larger than this are validated afresh: their canonical form would cost more to
+# keep than the validation saves.
+_ISSUES_KEY_MAX = 16_384
+
+
 def issues(ref: str, instance: Any, max_issues: int | None = None) -> list[SchemaIssue]:
     """Every schema failure of `instance` against `ref` (the first `max_issues` found,
     when given, so a body with many faults costs no more than a few), sorted, as pointer +
-    keyword."""
+    keyword.
+
+    Remembered by canonical form (bounded): the schemas are fixed for the process, and a
+    machine run sends the same suites and bodies again and again."""
+    try:
+        text = canonical(instance)
+    except (TypeError, ValueError):
+        text = None
+    key = (ref, text, max_issues) if text is not None and len(text) <= _ISSUES_KEY_MAX \
+        else None
+    if key is not None and key in _ISSUES:
+        return list(_ISSUES[key])
     found = {SchemaIssue(_pointer(e.absolute_path), str(e.validator))
              for e in itertools.islice(_leaves(validator(ref).iter_errors(instance)),
                                        max_issues)}
-    return sorted(found, key=lambda i: (i.pointer, i.keyword))
+    result = sorted(found, key=lambda i: (i.pointer, i.keyword))
+    if key is not None:
+        if len(_ISSUES) >= _ISSUES_MAX:
+            _ISSUES.clear()
+        _ISSUES[key] = tuple(result)
+    return result
 
 
 def is_valid(ref: str, instance: Any) -> bool:
