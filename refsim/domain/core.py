@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -167,18 +166,20 @@ class Components:
 
 # ----------------------------------------------------------------------------- execution
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def copied(value: Any) -> Any:
-    """A deep copy of a JSON value at C speed (a JSON round trip); anything else an agent
-    passes (a set, an object) by `copy.deepcopy`."""
-    if isinstance(value, _SCALARS):
+    """A deep copy of a JSON value (dicts, lists and scalars, copied by type, which costs a
+    fraction of a JSON round trip); anything else an agent passes by `copy.deepcopy`."""
+    kind = type(value)
+    if kind in _SCALARS:
         return value
-    try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError, RecursionError):
-        return copy.deepcopy(value)
+    if kind is dict:
+        return {k: v if type(v) in _SCALARS else copied(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _SCALARS else copied(v) for v in value]
+    return copy.deepcopy(value)
 
 
 _GC_LOCK = threading.Lock()
