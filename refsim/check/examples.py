@@ -668,13 +668,13 @@ def run_example(example: Example, host: HostClient, *,
                 keys: Mapping[str, str] | None = None) -> Row:
     """Judge one row on `host`. A row that names no profile is inapplicable on a host that
     does not advertise recordedFixtures: it has nothing to say about such a host."""
-    if example.profile is None:
-        reason = inapplicable_because(host)
-        if reason is not None:
-            return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
-                                reason, check_id=example.id)
+    gated = gate(Session(host, DEFAULT_TENANTS["acme"]).discovery(), fixtures=False)
+    if example.profile is None and not gated.applies:
+        return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
+                            f"the host ({host.name}): {gated.reason}, and the row names no "
+                            "profile of its own", check_id=example.id)
     inspector = inspector_of(host)
-    missing = sorted(example.seams(inspector is not None) - _offered_seams(host))
+    missing = sorted(example.seams(inspector is not None) - gated.seams)
     if missing:
         return Row.unjudged(example.requirement_id, SCENARIO, Disposition.BLOCKED,
                             f"the host ({host.name}) does not offer the conformance seam(s) "
@@ -686,19 +686,6 @@ def run_example(example: Example, host: HostClient, *,
 
 _ACTION_SEAMS = {"register_suite": SEAM_SUITES, "add_tenant": SEAM_TENANTS,
                  "erase": SEAM_ERASE, "resolve": SEAM_RESOLVE}
-
-
-def _offered_seams(host: HostClient) -> frozenset[str]:
-    return gate(Session(host, DEFAULT_TENANTS["acme"]).discovery(), fixtures=False).seams
-
-
-def inapplicable_because(host: HostClient) -> str | None:
-    """Why an unpinned row does not apply to `host`, read from its discovery; None if it does."""
-    where = f"the host ({host.name})"
-    gated = gate(Session(host, DEFAULT_TENANTS["acme"]).discovery(), fixtures=False)
-    if gated.applies:
-        return None
-    return f"{where}: {gated.reason}, and the row names no profile of its own"
 
 
 class _Unbound(Exception):
@@ -782,16 +769,9 @@ class _RowRun:
         return value
 
     def _suite_id(self, suite_id: str) -> str:
-        return f"{suite_id}-{self.tag}" if suite_id in self.registered else suite_id
-
-    @property
-    def registered(self) -> set[str]:
-        return {str(a.args["suite"]["suiteId"]) for a in self._actions()
-                if a.kind == "register_suite"}
-
-    def _actions(self) -> Iterable[Action]:
-        yield from self.example.setup
-        yield from (r.action for r in self.example.requests)
+        registered = {str(a.args["suite"]["suiteId"]) for a in self.example.actions
+                      if a.kind == "register_suite"}
+        return f"{suite_id}-{self.tag}" if suite_id in registered else suite_id
 
     def perform(self, action: Action) -> Response:
         kind = action.kind

@@ -84,6 +84,15 @@ class Expectation:
         return not self.inside or self.outside is not None
 
 
+class Flag(Expectation):
+    """An expectation whose only value is `true`."""
+
+    form = "true"
+
+    def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
+        return _true(value, where)
+
+
 def _int(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise Invalid(f"{where}: must be an integer, got {value!r}")
@@ -404,42 +413,33 @@ class LaneContentFree(Expectation):
                       f"{label}: the source's wire lane carries content", called + returned)]
 
 
-class FacetImpliesMatching(Expectation):
-    name, form = "facet_implies_matching", "true"
+class FacetImpliesMatching(Flag):
+    name = "facet_implies_matching"
     doc = "discovery never advertises recordedFixtures without fixtureMatching"
-
-    def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        return _true(value, where)
 
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         return [judges.facet_implies_matching(ctx.req, obs.response.json)]
 
 
-class SummaryContentFree(Expectation):
-    name, form = "summary_content_free", "true"
+class SummaryContentFree(Flag):
+    name = "summary_content_free"
     doc = "eval.* events and the EvalSummary carry no content"
     reads_run = True
-
-    def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        return _true(value, where)
 
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         return judges.content_free(ctx.req, obs.summary, obs.events)
 
 
-class NoDerivedOnWire(Expectation):
-    name, form = "no_derived_on_wire", "true"
+class NoDerivedOnWire(Flag):
+    name = "no_derived_on_wire"
     doc = ("no response about the run (create answer, snapshot, events, summary) carries a "
            "fixture entry, by key name, nor any recorded call of its sources it did not make, "
            "under any name")
     reads_run = True
     inside = True
     outside = "the content judge alone (no white-box control that the run holds entries)"
-
-    def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        return _true(value, where)
 
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
@@ -495,14 +495,11 @@ def _keys(value: Any) -> set[str]:
 # ----------------------------------------------------------------------------- the inside
 
 
-class RunsUnchanged(Expectation):
-    name, form = "runs_unchanged", "true"
+class RunsUnchanged(Flag):
+    name = "runs_unchanged"
     doc = "refused before the run starts: nothing was minted"
     inside = True
     outside = "the answer names no run (no runId, eventsUrl, statusUrl or Location)"
-
-    def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        return _true(value, where)
 
     def before(self, ctx: Context, value: Any, tenant: str) -> Any:
         return None if ctx.inspector is None else ctx.inspector.run_count()
@@ -533,14 +530,11 @@ class ResolutionsUnchanged(Expectation):
                                                                           strict=True)]
 
 
-class LiveCallsUnchanged(Expectation):
-    name, form = "live_calls_unchanged", "true"
+class LiveCallsUnchanged(Flag):
+    name = "live_calls_unchanged"
     doc = "no live tool ran and nothing left through egress"
     inside = True
     outside = "every counter key the row's scripts name reads the same before and after"
-
-    def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        return _true(value, where)
 
     def before(self, ctx: Context, value: Any, tenant: str) -> Any:
         if ctx.inspector is not None:
@@ -565,13 +559,10 @@ class LiveCallsUnchanged(Expectation):
                       f"{label}: live counter(s) {moved} moved")]
 
 
-class NoSecretInDerived(Expectation):
-    name, form = "no_secret_in_derived", "true"
+class NoSecretInDerived(Flag):
+    name = "no_secret_in_derived"
     doc = "no credential resolved at egress appears in any derived copy (SR-1)"
     inside = True
-
-    def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        return _true(value, where)
 
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
@@ -580,7 +571,7 @@ class NoSecretInDerived(Expectation):
         secrets = inspector.egress_secrets()
         entries = [{"source": s, "evalRun": r, "task": t, "entries": e}
                    for s, r, t, e in inspector.copies()]
-        log = json.dumps(getattr(inspector, "egress_log", list)(), default=str)
+        log = json.dumps(inspector.egress_log(), default=str)
         resolved = any(s in log for s in secrets)
         return [check(ctx.req, resolved, f"{label}: (white box) control: the host resolved an "
                       "egress credential" if resolved else f"{label}: (white box) no egress "

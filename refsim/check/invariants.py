@@ -523,7 +523,7 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
     source = a.agent_run(script)
     out += _controls(req, source, "the vault source run")
     secrets = inspector.egress_secrets()
-    log: list[Any] = getattr(inspector, "egress_log", list)()
+    log = inspector.egress_log()
     out.append(check(req, any(judges.present_in(req, log, s, "").ok for s in secrets),
                      "positive control: a tenant's vault credential is in the egress log"))
     if source.run_id is None:

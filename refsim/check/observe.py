@@ -85,6 +85,10 @@ class Inspector(Protocol):
         """The credentials the host resolved at egress for its tenants."""
         ...
 
+    def egress_log(self) -> list[dict[str, Any]]:
+        """Every request as it left the host, after credential injection."""
+        ...
+
     def counter(self, api_key: str, key: str) -> int | None:
         """The live counter of the key's tenant, read from inside."""
         ...

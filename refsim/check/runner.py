@@ -33,17 +33,12 @@ class Target:
         """A fresh host: under `profile` when a check pins one (an example row's `profile:`),
         else under the target's own profile, the one the report is labelled with."""
         chosen: HostProfile = profile_named(self.profile if profile is None else profile)
-        base = self.base_components
-        if self.mutant is not None:
-            base = self.mutant.components()
-            if self.mutant.profile is not None:
-                chosen = self.mutant.profile(chosen)
-        chosen, components = build(self.readings, chosen, base)
-        host = SimHost(seed=self.seed, profile=chosen, components=components,
-                       edge=self.mutant.edge if self.mutant is not None else None)
-        if self.mutant is not None and self.mutant.wire is not None:
-            self.mutant.wire(host)
-        return host
+        if self.mutant is None:
+            chosen, components = build(self.readings, chosen, self.base_components)
+            return SimHost(seed=self.seed, profile=chosen, components=components)
+        chosen, components = build(self.readings, self.mutant.claims(chosen),
+                                   self.mutant.components())
+        return self.mutant.assemble(self.seed, chosen, components)
 
     @property
     def label(self) -> str:

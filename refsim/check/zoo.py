@@ -74,10 +74,15 @@ class Mutant:
         return self.breaks
 
     def host(self, seed: int = 0, profile: HostProfile | None = None) -> SimHost:
-        chosen = profile or HostProfile()
-        if self.profile is not None:
-            chosen = self.profile(chosen)
-        host = SimHost(seed=seed, profile=chosen, components=self.components(), edge=self.edge)
+        return self.assemble(seed, self.claims(profile or HostProfile()), self.components())
+
+    def claims(self, profile: HostProfile) -> HostProfile:
+        """`profile` as this host advertises it (its own lie, if it has one)."""
+        return self.profile(profile) if self.profile is not None else profile
+
+    def assemble(self, seed: int, profile: HostProfile, components: Components) -> SimHost:
+        """The faulty host from these parts: its edge and its wiring added."""
+        host = SimHost(seed=seed, profile=profile, components=components, edge=self.edge)
         if self.wire is not None:
             self.wire(host)
         return host
