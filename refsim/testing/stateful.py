@@ -496,6 +496,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                 other.erased = True  # it holds the erased content too
         self._count("erase")
         note(f"{run.tenant} erased {run_id}")
+        # The erasure's own effect is judged at the erasure, before any later step of the
+        # same rule (a fork) can fail for it first: the failure names the right rule.
+        self.erasure_reaches_copies()
 
     @rule(target=runs, eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
     def fork(self, eval_id: str, mode: str) -> Any:
