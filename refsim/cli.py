@@ -143,11 +143,10 @@ def _untested(client: HostClient) -> str | None:
 def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | int | None:
     """The HTTP host named by --base-url (or OPENWOP_BASE_URL), with its keys; None for
     the built-in host; an exit code when the options do not make sense."""
-    from refsim.wire.http import HttpClient
-
     base_url = args.base_url or os.environ.get("OPENWOP_BASE_URL")
     if not base_url:
-        return None
+        return None  # httpx and uvicorn stay unimported: most of a local check's start-up
+    from refsim.wire.httpclient import HttpClient
     if getattr(args, "assume", None):
         print("refsim: --assume reads an open point in the built-in host; it cannot change "
               "a host at --base-url", file=sys.stderr)

@@ -5,6 +5,7 @@ Each judge exists for one defect, and tests/test_judges.py shows it failing on i
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,22 +29,30 @@ CONTENT_FORBIDDEN = frozenset({"taskOutput", "output", "rubric", "completion", "
 ECHO_WINDOW = 8  # an echo is any run of this many characters of the supplied id
 
 
-def id_forms(value: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def id_forms(value: str) -> frozenset[str]:
     """Every encoding in which a supplied id could come back: bound, `~2F`-projected,
-    percent-encoded (either case, or every byte), JSON-escaped, and its opaque segment."""
+    percent-encoded (either case, or every byte), JSON-escaped, and its opaque segment.
+    Remembered (bounded): a machine run asks for the same ids' forms after every step."""
     forms = {value, project(value), value.replace("/", "%2F"), value.replace("/", "%2f"),
              value.replace("/", "\\/"), quote(value, safe=""), quote(value, safe="").lower(),
              json.dumps(value, ensure_ascii=True)[1:-1]}
     parsed = parse_bound(value)
     if parsed is not None:
         forms.add(parsed.opaque)
-    return {f for f in forms if len(f) >= 4}
+    return frozenset(f for f in forms if len(f) >= 4)
 
 
 def _windows(value: str, size: int = ECHO_WINDOW) -> set[str]:
     if len(value) <= size:
         return {value} if len(value) >= 4 else set()
     return {value[i:i + size] for i in range(len(value) - size + 1)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _id_windows(supplied: str) -> frozenset[str]:
+    """Every ECHO_WINDOW-character run of every form of `supplied` (remembered, bounded)."""
+    return frozenset(w for form in id_forms(supplied) for w in _windows(form))
 
 
 def _decodings(text: str) -> list[str]:
@@ -61,13 +70,8 @@ def _decodings(text: str) -> list[str]:
 def echoed(text: str, supplied: str) -> list[str]:
     """The runs of ECHO_WINDOW or more characters of `supplied` that `text` carries, in any
     of the encodings `id_forms` names (so a partial echo, less a few characters, counts)."""
-    found: set[str] = set()
     texts = _decodings(text)
-    for form in id_forms(supplied):
-        for window in _windows(form):
-            if any(window in t for t in texts):
-                found.add(window)
-    return sorted(found)
+    return sorted(w for w in _id_windows(supplied) if any(w in t for t in texts))
 
 
 def _text(response: Response) -> str:

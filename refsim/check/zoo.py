@@ -178,7 +178,7 @@ class _DerivesEgress(Deriver):
         entries = super().derive(core, source, agent_id)
         egress = {r.tool: dict(r.headers) for r in core.gateway.egress
                   if r.tenant == source.owner.tenant}
-        return tuple(attrs.evolve(e, response={"answer": e.response, "egress": egress[e.tool]})
+        return tuple(e._replace(response={"answer": e.response, "egress": egress[e.tool]})
                      if e.tool in egress and not e.is_error else e for e in entries)
 
 

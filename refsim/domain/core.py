@@ -254,7 +254,7 @@ def _redacted(event: Event) -> Event:
         payload = {k: v for k, v in payload.items() if k not in ("outcome", "error")}
     else:
         return event
-    return attrs.evolve(event, payload=payload)
+    return event._replace(payload=payload)
 
 
 def _error_object(response: Any) -> dict[str, Any]:
@@ -281,8 +281,8 @@ class _Invocation:
         # then (§D "the call's inputs as the agent passed them"), and what the agent gets
         # back is its own, so an agent that edits either later rewrites no recorded fact.
         result = self.core._tool_call(self, tool, copied(args))
-        if result.outcome is None and result.error is None:
-            return result
+        if type(result.outcome) in _SCALARS and result.error is None:
+            return result  # nothing in it the agent could edit
         return ToolResult(result.status, copied(result.outcome), copied(result.error))
 
     def delegate(self, agent_id: str, task_input: Any) -> Any:

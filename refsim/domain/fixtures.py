@@ -6,16 +6,16 @@ one canonicalisation of its arguments and never a scan of the entry list.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
 from refsim.domain.canonical import canonical
 
 
-@attrs.frozen
-class FixtureEntry:
-    """One `toolResponses` entry. `args` is only compared when `has_args`."""
+class FixtureEntry(NamedTuple):
+    """One `toolResponses` entry. `args` is only compared when `has_args`. A named tuple,
+    for the reason `refsim.domain.runs.Event` gives."""
 
     tool: str
     args: Any = None

@@ -53,8 +53,14 @@ def parse_bound(value: object) -> RunId | None:
     return RunId(tenant, opaque)
 
 
+# The projection of every ASCII character, for `str.translate` (a C loop, not a Python one).
+_PROJECT_ASCII = {b: chr(b) if b in _PASSTHROUGH else f"~{b:02X}" for b in range(128)}
+
+
 def project(bound: str) -> str:
     """Project an id to one path segment: each byte outside `[A-Za-z0-9._-]` as `~XX`."""
+    if bound.isascii():
+        return bound.translate(_PROJECT_ASCII)
     return "".join(chr(b) if b in _PASSTHROUGH else f"~{b:02X}" for b in bound.encode("utf-8"))
 
 

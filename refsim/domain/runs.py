@@ -6,7 +6,7 @@ kept apart from the wire so a content-free lane can still be a fixture source.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -19,8 +19,12 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 SCHEMA_VERSION = 2
 
 
-@attrs.frozen
-class Event:
+class Event(NamedTuple):
+    """One recorded event. The per-call records (this, `HeldCall`, `ToolResult`,
+    `FixtureEntry`) are immutable named tuples rather than frozen attrs classes: a replayed
+    call builds several, and a frozen slotted attrs class costs about four times as much
+    to construct (each field through `object.__setattr__`)."""
+
     event_id: str
     run_id: RunId
     type: str
@@ -34,8 +38,7 @@ class Event:
                 "sequence": self.sequence, "schemaVersion": SCHEMA_VERSION}
 
 
-@attrs.frozen
-class HeldCall:
+class HeldCall(NamedTuple):
     """One tool call as executed: the inputs the agent passed and what it got back."""
 
     sequence: int

@@ -6,7 +6,7 @@ credential injected after the agent's call is visible and nowhere else.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -16,9 +16,8 @@ FLAKY = "refsim.tools:flaky"
 TOOL_NAMES = (COUNTER, VAULT, FLAKY)
 
 
-@attrs.frozen
-class ToolResult:
-    """What a call returned at the agent-side boundary."""
+class ToolResult(NamedTuple):
+    """What a call returned at the agent-side boundary (a named tuple, as `Event` says)."""
 
     status: str  # ok | error | forbidden | rate_limited
     outcome: Any = None

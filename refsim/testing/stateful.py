@@ -162,11 +162,21 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     def _take_in_counters(self, tenant: str) -> None:
         """A host that outlives one example (over HTTP) has live state already: take it in."""
-        session = Session(self.client, self.keys[tenant])
-        for name in WATCHED_KEYS:
-            count = session.counter(name)
+        for name, count in self._readings(tenant):
             if count:
                 self.model.world.counters[(tenant, name)] = count
+
+    def _readings(self, tenant: str) -> list[tuple[str, int | None]]:
+        """`tenant`'s watched counters, None where the host cannot say. In process they are
+        read where the seam reads them (the host's gateway), without a request per key and
+        step: most of a machine run's cost otherwise."""
+        key, sim = self.keys[tenant], self.sim
+        owner = sim.core.caller(key) if sim is not None and sim.profile.counter_seam else None
+        if sim is not None and owner is not None:
+            counter, host_tenant = sim.core.gateway.counter_value, owner.tenant
+            return [(name, counter(host_tenant, name)) for name in WATCHED_KEYS]
+        session = Session(self.client, key)
+        return [(name, session.counter(name)) for name in WATCHED_KEYS]
 
     # -- plumbing
 
@@ -542,18 +552,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     def live_state_agrees(self) -> None:
         """Fail-closed: only live runs moved the counter, exactly as the model did."""
         type(self).steps_taken += 1
-        for tenant, key in self.keys.items():
-            session = Session(self.client, key)
-            # In process the counter is read where the seam reads it (the host's gateway),
-            # without a request per key and step: most of a machine run's cost otherwise.
-            owner = self.sim.core.caller(key) if self.sim is not None else None
-            for name in WATCHED_KEYS:
-                got = (self.sim.core.gateway.counter_value(owner.tenant, name)
-                       if self.sim is not None and owner is not None
-                       and self.sim.profile.counter_seam else session.counter(name))
+        world = self.model.world
+        for tenant in self.keys:
+            for name, got in self._readings(tenant):
                 if got is None:
                     continue
-                want = self.model.world.counter_value(tenant, name)
+                want = world.counter_value(tenant, name)
                 expect(got == want, req_id("0252.fail-closed-miss"),
                        f"{tenant}'s live counter {name} reads {got}, the model expects {want}")
 

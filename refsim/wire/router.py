@@ -682,7 +682,7 @@ class Router:
         for index, task in enumerate(body["suite"]["tasks"]):
             task_input = task["input"]
             if isinstance(task_input, dict) and "script" in task_input and \
-                    not schemas.is_valid("script.schema.json", task_input["script"]):
+                    not schemas.valid_script(task_input["script"]):
                 return refusal_response(validation(
                     "a task's input.script is not a valid agent script",
                     field=f"suite.tasks[{index}].input.script"))
