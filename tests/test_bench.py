@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from refsim.bench import Figure, format_table, trivial_machine_seconds, write_json
+from refsim.bench import (
+    Figure,
+    format_table,
+    hollow_machine,
+    hollow_machine_seconds,
+    trivial_machine_seconds,
+    write_json,
+)
 from refsim.cli import main
 
 REPLAY = Figure("replay-10k", "replayed call", 9.0, "us", "canonical JSON", 2.0, "us", 12.0,
@@ -39,9 +46,9 @@ def test_the_table_names_value_calibration_ratio_target_and_verdict() -> None:
 
 def test_the_json_holds_every_figure(tmp_path: Path) -> None:
     path = tmp_path / "bench.json"
-    write_json([REPLAY, FUZZ], path, {"python": "3"})
+    write_json([REPLAY, FUZZ], path, {"python": "3"}, ["a diagnostic"])
     doc = json.loads(path.read_text(encoding="utf-8"))
-    assert doc["met"] is False
+    assert doc["met"] is False and doc["notes"] == ["a diagnostic"]
     assert [f["key"] for f in doc["figures"]] == ["replay-10k", "fuzz-200x50"]
     assert doc["figures"][1]["calibration"] == {"name": "trivial machine", "value": 2.0,
                                                 "unit": "s"}
@@ -50,6 +57,18 @@ def test_the_json_holds_every_figure(tmp_path: Path) -> None:
 
 def test_the_trivial_machine_runs() -> None:
     assert trivial_machine_seconds(5, 5) > 0
+
+
+def test_the_hollow_machine_has_the_real_machines_rules_and_runs() -> None:
+    from refsim.testing.stateful import RecordedFixturesMachine
+
+    def shape(machine: type) -> list[tuple[str, tuple[str, ...], list[str]]]:
+        state = machine.setup_state()  # type: ignore[attr-defined]
+        return sorted((r.function.__name__, r.targets, sorted(r.arguments))
+                      for r in state.rules)
+    real, hollow = shape(RecordedFixturesMachine), shape(hollow_machine())
+    assert hollow == real and len(real) > 10
+    assert hollow_machine_seconds(5, 5) > 0
 
 
 @pytest.mark.skipif(importlib.util.find_spec("refsim.bench_http") is not None,

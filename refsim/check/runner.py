@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -10,11 +11,13 @@ from refsim.check.assume import Reading, build
 from refsim.check.findings import Row
 from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
 from refsim.check.scenario import ScenarioConfig, run_scenario
-from refsim.check.zoo import Mutant
 from refsim.domain.core import Components
 from refsim.domain.profile import HostProfile, profile_named
 from refsim.host import SimHost
 from refsim.wire.client import HostClient
+
+if TYPE_CHECKING:  # the zoo is imported by what runs it, not by every check
+    from refsim.check.zoo import Mutant
 
 PARTS = ("conformance", "examples", "invariants")
 
