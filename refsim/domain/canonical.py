@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import json.encoder
 from collections.abc import Callable
 from typing import Any
@@ -49,14 +50,19 @@ def _c_encoder() -> Callable[[Any], str] | None:
 _ENCODE: Callable[[Any], str] = _c_encoder() or _ENCODER.encode
 
 
+_INTEGRAL_HINT = re.compile(r"[0-9]\.0(?=[,\]}]|$)|[0-9][eE]")
+
+
 def canonical(value: Any) -> str:
     """A deterministic JSON text: sorted keys, compact separators, UTF-8 kept, and an
     integral number written the same whether it arrived as 1 or 1.0 (as RFC 8785 does)."""
     try:
         text = _ENCODE(value)
-        # An integral float below 2**53 always prints with a ".": without one in the text
-        # there is nothing to rewrite, and the value need not be walked (the common case).
-        if "." not in text:
+        # An integral float prints as "1.0" or "1e+16": without either shape ending a number
+        # there is nothing to rewrite, and the value need not be walked (the common case,
+        # "1.0.0" in a version string included). A string that happens to hold the shape
+        # only costs the walk, which finds nothing to rewrite.
+        if _INTEGRAL_HINT.search(text) is None:
             return text
         return _ENCODE(_numbers(value))
     except RecursionError as exc:
