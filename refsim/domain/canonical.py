@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import json.encoder
+import re
 from collections.abc import Callable
 from typing import Any
 
