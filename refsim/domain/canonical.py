@@ -50,7 +50,7 @@ def _c_encoder() -> Callable[[Any], str] | None:
 _ENCODE: Callable[[Any], str] = _c_encoder() or _ENCODER.encode
 
 
-_INTEGRAL_HINT = re.compile(r"[0-9]\.0(?=[,\]}]|$)|[0-9][eE]")
+_INTEGRAL_HINT = re.compile(r"[0-9]\.0(?=[,\]}]|$)")
 
 
 def canonical(value: Any) -> str:
@@ -58,11 +58,12 @@ def canonical(value: Any) -> str:
     integral number written the same whether it arrived as 1 or 1.0 (as RFC 8785 does)."""
     try:
         text = _ENCODE(value)
-        # An integral float prints as "1.0" or "1e+16": without either shape ending a number
-        # there is nothing to rewrite, and the value need not be walked (the common case,
-        # "1.0.0" in a version string included). A string that happens to hold the shape
-        # only costs the walk, which finds nothing to rewrite.
-        if _INTEGRAL_HINT.search(text) is None:
+        # Only an integral float below 2**53 is rewritten, and it always prints as "N.0"
+        # (floats print with an exponent from 1e16 up, past 2**53): without that shape
+        # ending a number there is nothing to rewrite and the value need not be walked
+        # (the common case, "1.0.0" in a version string included). A string that holds
+        # the shape only costs the walk, which then rewrites nothing.
+        if ".0" not in text or _INTEGRAL_HINT.search(text) is None:
             return text
         return _ENCODE(_numbers(value))
     except RecursionError as exc:

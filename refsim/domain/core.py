@@ -281,9 +281,12 @@ class _Invocation:
         # then (§D "the call's inputs as the agent passed them"), and what the agent gets
         # back is its own, so an agent that edits either later rewrites no recorded fact.
         result = self.core._tool_call(self, tool, copied(args))
-        if type(result.outcome) in _SCALARS and result.error is None:
-            return result  # nothing in it the agent could edit
-        return ToolResult(result.status, copied(result.outcome), copied(result.error))
+        outcome, error = result.outcome, result.error
+        if error is None:
+            if type(outcome) in _SCALARS:
+                return result  # nothing in it the agent could edit
+            return ToolResult(result.status, copied(outcome))
+        return ToolResult(result.status, copied(outcome), copied(error))
 
     def delegate(self, agent_id: str, task_input: Any) -> Any:
         if self.depth + 1 > MAX_DELEGATION_DEPTH or agent_id not in self.core.agents:
