@@ -213,7 +213,7 @@ class _LifoMatcher(FixtureMatcher):
 
     _spent: set[int] = attrs.field(init=False, factory=set)
 
-    def select(self, tool: str, args: Any) -> FixtureEntry | None:
+    def select(self, tool: str, args: Any, key: str | None = None) -> FixtureEntry | None:
         matching = [i for i, e in enumerate(self.entries) if e.tool == tool
                     and (not e.has_args or _same(e.args, args)) and i not in self._spent]
         if not matching:
@@ -235,8 +235,8 @@ class _NoResetMatcher(FixtureMatcher):
 
 
 class _NeverConsumesMatcher(FixtureMatcher):
-    def select(self, tool: str, args: Any) -> FixtureEntry | None:
-        found = super().select(tool, args)
+    def select(self, tool: str, args: Any, key: str | None = None) -> FixtureEntry | None:
+        found = super().select(tool, args, key)
         super().reset()
         return found
 

@@ -81,7 +81,12 @@ def _numbers(value: Any) -> Any:
 
 
 def sha256_hex(value: Any) -> str:
-    return hashlib.sha256(canonical(value).encode("utf-8")).hexdigest()
+    return sha256_text(canonical(value))
+
+
+def sha256_text(text: str) -> str:
+    """The hash `sha256_hex` gives a value whose canonical form is `text`."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def is_json_value(value: Any) -> bool:

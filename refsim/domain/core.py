@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from refsim.domain.agents import Agent, default_agents
-from refsim.domain.canonical import sha256_hex
+from refsim.domain.canonical import canonical, sha256_hex, sha256_text
 from refsim.domain.clock import LogicalClock
 from refsim.domain.commands import CreateEval, CreateRun, CreateWorkflow, Fork
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
@@ -182,6 +182,15 @@ def copied(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _json_key(value: Any) -> str | None:
+    """`canonical(value)`, or None when the value is no JSON (whoever needs the form then
+    computes it, and fails as it would have)."""
+    try:
+        return canonical(value)
+    except (TypeError, ValueError):
+        return None
+
+
 _GC_LOCK = threading.Lock()
 _gc_pauses = 0
 _gc_resume = False
@@ -230,10 +239,10 @@ class _Port:
     on_miss: str
     misses: int = 0
 
-    def call(self, tool: str, args: Any) -> ToolResult:
+    def call(self, tool: str, args: Any, key: str | None = None) -> ToolResult:
         if self.matcher is None:
             return self.core.gateway.call(self.tenant, tool, args)
-        entry = self.matcher.select(tool, args)
+        entry = self.matcher.select(tool, args, key)
         if entry is None:
             result, missed = self.core.components.misses.on_miss(
                 self.core, self.tenant, tool, args, self.on_miss)
@@ -544,14 +553,15 @@ class HostCore:
         call_id = self.minter.uuid_like()
         profile = self.profile
         content_free = agent_id in profile.content_free_agents
+        key = _json_key(args)
         if content_free:
             called = {"agentId": agent_id, "toolName": tool, "callId": call_id,
-                      "argsHash": sha256_hex(args)}
+                      "argsHash": sha256_hex(args) if key is None else sha256_text(key)}
         else:
             called = {"agentId": agent_id, "toolName": tool, "callId": call_id,
                       "inputs": args}
         sequence = self._emit(run, "agent.tool-called", called).sequence
-        result = inv.port.call(tool, args)
+        result = inv.port.call(tool, args, key)
         status = result.status
         returned: dict[str, Any] = {"agentId": agent_id, "toolName": tool, "callId": call_id,
                                     "status": status}
@@ -568,7 +578,7 @@ class HostCore:
         else:
             run.held_calls.append(HeldCall(sequence, agent_id, inv.invocation_id, tool,
                                            call_id, args, status, result.outcome,
-                                           result.error, inv.root_agent))
+                                           result.error, inv.root_agent, key))
         return result
 
     # -- forks, seams

@@ -15,13 +15,16 @@ from refsim.domain.canonical import canonical
 
 class FixtureEntry(NamedTuple):
     """One `toolResponses` entry. `args` is only compared when `has_args`. A named tuple,
-    for the reason `refsim.domain.runs.Event` gives."""
+    for the reason `refsim.domain.runs.Event` gives. `key` is the canonical form of `args`
+    when the recorded call it was derived from already holds it (None: the matcher computes
+    it), so a source replayed again and again is not canonicalised again and again."""
 
     tool: str
     args: Any = None
     has_args: bool = False
     response: Any = None
     is_error: bool = False
+    key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tool": self.tool}
@@ -54,7 +57,8 @@ class FixtureMatcher:
     def __attrs_post_init__(self) -> None:
         for index, entry in enumerate(self.entries):
             if entry.has_args:
-                self._exact.setdefault((entry.tool, canonical(entry.args)), []).append(index)
+                key = entry.key if entry.key is not None else canonical(entry.args)
+                self._exact.setdefault((entry.tool, key), []).append(index)
                 self._exact_tools.add(entry.tool)
             else:
                 self._any_args.setdefault(entry.tool, []).append(index)
@@ -69,8 +73,9 @@ class FixtureMatcher:
         pos = self._next.get(key, 0)
         return bucket[pos] if pos < len(bucket) else None
 
-    def select(self, tool: str, args: Any) -> FixtureEntry | None:
-        """Consume and return the entry that serves this call, or None on a miss."""
+    def select(self, tool: str, args: Any, key: str | None = None) -> FixtureEntry | None:
+        """Consume and return the entry that serves this call, or None on a miss. `key` is
+        `canonical(args)` when the caller already has it."""
         self.lookups += 1
         nxt = self._next
         loose: int | None = None
@@ -81,7 +86,7 @@ class FixtureMatcher:
                 loose = bucket[pos]
         exact: int | None = None
         if tool in self._exact_tools:
-            exact_key = (tool, canonical(args))
+            exact_key = (tool, key if key is not None else canonical(args))
             bucket = self._exact.get(exact_key)
             if bucket:
                 pos = nxt.get(exact_key, 0)

@@ -69,8 +69,8 @@ class Deriver:
     @staticmethod
     def entry(call: HeldCall) -> FixtureEntry:
         if call.failed:
-            return FixtureEntry(call.tool, call.inputs, True, call.error, is_error=True)
-        return FixtureEntry(call.tool, call.inputs, True, call.outcome)
+            return FixtureEntry(call.tool, call.inputs, True, call.error, True, call.inputs_key)
+        return FixtureEntry(call.tool, call.inputs, True, call.outcome, False, call.inputs_key)
 
 
 @attrs.define

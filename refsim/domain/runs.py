@@ -53,6 +53,9 @@ class HeldCall(NamedTuple):
     # The agent at the top of the delegation chain: a delegate's call keeps its own
     # agent_id and names here the agent that handed the work on.
     root_agent: str
+    # canonical(inputs), computed once at the boundary (None when the inputs are no JSON):
+    # matching, derivation and argsHash all read it instead of computing it again.
+    inputs_key: str | None = None
 
     @property
     def failed(self) -> bool:
