@@ -301,9 +301,13 @@ def _machine(factory: Callable[[], PairClient]) -> type[RecordedFixturesMachine]
 
 def _run(machine: type[RecordedFixturesMachine], *, max_examples: int, steps: int,
          seed_value: int | None) -> FuzzResult:
-    """`refsim.testing.fuzz.run_machine` for the diff machine (same settings, same report)."""
+    """`refsim.testing.fuzz.run_machine` for the diff machine (same settings, same report).
+    The first difference ends the search (`report_multiple_bugs=False`): Hypothesis would
+    otherwise go on looking for other failures for up to 10 s and shrink each it found,
+    while the report shows one difference."""
     config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
-                      database=None, print_blob=False, suppress_health_check=list(HealthCheck))
+                      database=None, print_blob=False, suppress_health_check=list(HealthCheck),
+                      report_multiple_bugs=False)
     test = get_state_machine_test(machine, settings=config)
     if seed_value is not None:
         test = seed(seed_value)(test)
