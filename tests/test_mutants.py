@@ -48,6 +48,8 @@ def test_the_machine_alone_kills_the_critical_faulty_hosts(name: str, requiremen
     pytest.param(name, requirement, marks=pytest.mark.xdist_group(f"shrink-{name}"))
     for name, requirement in CRITICAL_KILLS])
 def test_a_machine_kill_shrinks_to_a_short_program(name: str, requirement: str) -> None:
+    unshrunk = killed(name)  # the counterexample the shrinker starts from
+    assert unshrunk.steps > 8, f"{name}: pick a seed with a longer first counterexample"
     result = against(name)
     assert not result.passed, f"the machine found nothing wrong with {name}"
     assert result.requirement_id == requirement
