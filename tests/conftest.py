@@ -20,3 +20,9 @@ settings.load_profile("refsim-tests")
 @pytest.fixture
 def host() -> SimHost:
     return SimHost(seed=0)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first: spread over xdist workers (`.ci/run`), a long one then never
+    starts last with the other worker idle; the quick ones fill in after."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
