@@ -113,10 +113,14 @@ def test_a_pause_leaves_objects_the_program_froze_frozen() -> None:
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
-        assert frozen > 0
+        assert frozen > 10_000
+        young = [[i] for i in range(1000)]  # tracked: a freeze inside the pause takes them
         with gc_paused():
             pass
-        assert gc.get_freeze_count() == frozen
+        # Not == frozen: another thread (xdist's, a server's) may free a few frozen objects
+        # meanwhile. An unfreeze would leave 0, a second freeze at least 1000 more.
+        assert frozen - 1000 < gc.get_freeze_count() <= frozen
+        assert len(young) == 1000
     finally:
         gc.unfreeze()
 

@@ -3,8 +3,10 @@ RFC's falsifiability table as data and the computed one."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,7 +24,7 @@ from refsim.check.diff import (
 )
 from refsim.check.observe import KEY_A, inspector_of
 from refsim.check.registry import load_registry
-from refsim.check.zoo import ZOO, mutant
+from refsim.check.zoo import ZOO, Mutant, mutant
 from refsim.cli import main
 from refsim.host import SimHost
 from refsim.testing.fuzz import run_machine
@@ -170,6 +172,7 @@ def test_the_cache_covers_the_zoo_the_registry_and_the_rfc_table() -> None:
     doc = falsify.load_cache()
     assert doc is not None, "run `refsim falsify --write specs/falsified.json`"
     assert [h["host"] for h in doc["hosts"]] == [m.name for m in ZOO]
+    assert [h["host"] for h in doc["raw"]] == [m.name for m in ZOO]
     assert [q["id"] for q in doc["requirements"]] == [q.id for q in load_registry().requirements]
     assert [(r["id"], r["verdict"], r["requirements"]) for r in doc["rfc"]] == [
         (r["id"], r["verdict"], r["requirements"]) for r in falsify.load_rfc_table()]
@@ -215,11 +218,90 @@ def test_the_cache_is_current_for_the_erasure_hosts() -> None:
         assert falsify._level(raw[name], gone) == level, f"{name}: specs/falsified.json is stale"
 
 
+STALE = "stale: run `refsim falsify --write specs/falsified.json`, then `refsim doc`"
+
+
+def _raw() -> dict[str, dict[str, Any]]:
+    doc = falsify.load_cache()
+    assert doc is not None, STALE
+    return {h["host"]: h for h in doc["raw"]}
+
+
+# The cache is current when every host's levels, judged afresh, are its `raw` entry (the
+# inside level beside the checker's kill in test_mutants, the outside ones here) and the
+# table is what `falsify.table` makes of `raw` (test_the_cache_covers_...): that is
+# `falsify.compute(programs=False)`, one host per test.
 @pytest.mark.slow
-def test_the_cache_is_current() -> None:
-    fresh = falsify.compute(programs=False)
+@pytest.mark.parametrize("faulty", ZOO, ids=lambda m: m.name)
+def test_the_cache_is_current_outside(faulty: Mutant) -> None:
+    fresh = {"host": faulty.name, "breaks": faulty.breaks,
+             "levels": falsify.outside_levels(faulty)}
+    problems = falsify.stale(_raw().get(faulty.name, {}), fresh, inside=False)
+    assert not problems, STALE + ":\n" + "\n".join(problems)
+
+
+def test_compute_is_the_table_of_every_host_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`compute` (over processes, as `refsim falsify` runs it) is `table` over `judge_host`
+    for the zoo in its order: with `judge_host` answering from the cache, the cache."""
+    raw = _raw()
+    judged: list[str] = []
+
+    def from_cache(faulty: Mutant, prefix: str | None = None) -> dict[str, Any]:
+        judged.append(faulty.name)
+        return copy.deepcopy(raw[faulty.name])
+
+    monkeypatch.setattr(falsify, "judge_host", from_cache)
     cached = falsify.load_cache()
     assert cached is not None
     for row in cached["rfc"]:
         row["refsim"].pop("program", None)
-    assert fresh == cached
+    assert falsify.compute(jobs=1, programs=False) == cached
+    assert judged == [m.name for m in ZOO]
+    assert falsify.compute(jobs=2, programs=False) == cached
+
+
+def test_a_stale_cache_fails_the_currency_checks() -> None:
+    doc = falsify.load_cache()
+    assert doc is not None
+    entry = next(h for h in doc["raw"] if h["host"] == "keeps-copy-after-erasure")
+    gone = "refsim.requirement.0252.gone-copy-refused"
+    assert gone in entry["levels"]["seams"] and gone in entry["levels"]["inside"]
+    same = copy.deepcopy(entry)
+    assert falsify.stale(entry, same) == []
+
+    def doctored(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        fresh: dict[str, Any] = copy.deepcopy(entry)
+        change(fresh)
+        return fresh
+
+    def drop_inside(h: dict[str, Any]) -> None:
+        h["levels"]["inside"].pop(gone)
+
+    def reword_seams(h: dict[str, Any]) -> None:
+        h["levels"]["seams"][gone] += " (reworded)"
+
+    def kill_on_the_wire(h: dict[str, Any]) -> None:
+        h["levels"]["wire"][gone] = "a check that now fails on the wire"
+
+    def no_seam_levels(h: dict[str, Any]) -> None:
+        for level in [name for name in h["levels"] if name.startswith("only:")]:
+            del h["levels"][level]
+
+    def rebreak(h: dict[str, Any]) -> None:
+        h["breaks"] = "something else"
+
+    for change, inside, outside in ((drop_inside, True, False), (reword_seams, False, True),
+                                    (kill_on_the_wire, False, True),
+                                    (no_seam_levels, False, True), (rebreak, True, True)):
+        fresh = doctored(change)
+        assert falsify.stale(entry, fresh), change.__name__
+        assert bool(falsify.stale(entry, fresh, outside=False)) is inside, change.__name__
+        assert bool(falsify.stale(entry, fresh, inside=False)) is outside, change.__name__
+    # A table not rebuilt from the raw levels (or raw levels edited under it) fails too.
+    table = {k: v for k, v in doc.items()} | {
+        "rfc": [{**r, "refsim": {k: v for k, v in r["refsim"].items() if k != "program"}}
+                for r in doc["rfc"]]}
+    assert falsify.table(doc["raw"]) == table
+    edited = copy.deepcopy(doc["raw"])
+    next(h for h in edited if h["host"] == entry["host"])["levels"]["wire"][gone] = "x"
+    assert falsify.table(edited) != table

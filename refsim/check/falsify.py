@@ -139,15 +139,53 @@ def _killed(fails: Fails, base: Fails) -> dict[str, str]:
 def judge_host(faulty: Mutant, prefix: str | None = None) -> dict[str, Any]:
     """One faulty host at every level: the requirement ids that fail there, with findings
     (`prefix` narrows the checks, as `refsim check PREFIX` does)."""
+    inside = inside_level(run_parts(Target(mutant=faulty), PARTS, prefix))
+    return {"host": faulty.name, "breaks": faulty.breaks,
+            "levels": {"inside": inside, **outside_levels(faulty, prefix)}}
+
+
+def inside_level(rows: Sequence[Row]) -> dict[str, str]:
+    """The `inside` level from the in-process checker's rows on a faulty host (the rows
+    `refsim check --mutant` and `refsim mutants` judge it by)."""
+    return _killed(_failed(rows), {})
+
+
+def outside_levels(faulty: Mutant, prefix: str | None = None) -> dict[str, dict[str, str]]:
+    """Every level but `inside`: the wire and all seams, the wire alone, and each seam alone
+    when the seams kill more than the wire."""
     base = baseline(prefix)
-    inside = _killed(_failed(run_parts(Target(mutant=faulty), PARTS, prefix)), {})
-    levels: dict[str, dict[str, str]] = {"inside": inside}
+    levels: dict[str, dict[str, str]] = {}
     for name, offered in CONFIGS[:2]:
         levels[name] = _killed(_outside(faulty.host, offered, prefix), base[name])
     if set(levels["seams"]) - set(levels["wire"]):
         for name, offered in CONFIGS[2:]:
             levels[name] = _killed(_outside(faulty.host, offered, prefix), base[name])
-    return {"host": faulty.name, "breaks": faulty.breaks, "levels": levels}
+    return levels
+
+
+def stale(cached: dict[str, Any], fresh: dict[str, Any], *, inside: bool = True,
+          outside: bool = True) -> list[str]:
+    """Where a host's entry in the cache's `raw` differs from `fresh`, a judgement of it as
+    `judge_host` returns it (`{"host", "breaks", "levels"}`, `breaks` optional), over the
+    `inside` level, the outside ones or both (a test may judge them apart); empty when the
+    cache is current there."""
+    name = fresh["host"]
+    out = [] if cached.get("host") == name else [f"{name}: the cache has {cached.get('host')!r}"]
+    if "breaks" in fresh and cached.get("breaks") != fresh["breaks"]:
+        out.append(f"{name}: breaks {cached.get('breaks')!r} cached, {fresh['breaks']!r} now")
+    was_levels, now_levels = cached.get("levels", {}), fresh["levels"]
+    for level in sorted({*was_levels, *now_levels}):
+        if not (inside if level == "inside" else outside):
+            continue
+        was, now = was_levels.get(level), now_levels.get(level)
+        if was is None or now is None:
+            out.append(f"{name}: level {level} " + ("not in the cache" if was is None
+                                                     else "cached, not judged now"))
+            continue
+        out += [f"{name} at {level}: {short_id(rid)}: {was.get(rid)!r} cached, "
+                f"{now.get(rid)!r} now" for rid in sorted({*was, *now})
+                if was.get(rid) != now.get(rid)]
+    return out
 
 
 # ----------------------------------------------------------------------------- the table
