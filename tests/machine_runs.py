@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 
 from refsim import SimHost
+from refsim.check.findings import Row
+from refsim.check.runner import PARTS, Target, run_parts
 from refsim.check.zoo import mutant
 from refsim.testing.fuzz import FuzzResult, run_machine
 
@@ -38,3 +40,10 @@ def against(name: str) -> FuzzResult:
 @functools.cache
 def killed(name: str) -> FuzzResult:
     return _run(name, shrink=False)
+
+
+@functools.cache
+def checker_rows(name: str) -> tuple[Row, ...]:
+    """The in-process checker's rows on a faulty host (`refsim check --mutant NAME`), for
+    the tests of the kill matrix, the blind spots and the falsify cache alike."""
+    return tuple(run_parts(Target(mutant=mutant(name)), PARTS))

@@ -12,6 +12,7 @@ import pytest
 from refsim import bench_http
 
 
+@pytest.mark.slow  # seconds of measuring, however short the windows
 def test_bench_prints_each_figure_beside_the_floor(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench_http, "LATENCY_REQUESTS", 20)

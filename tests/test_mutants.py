@@ -12,10 +12,9 @@ import pytest
 
 from refsim.check import falsify
 from refsim.check.mutants import Side, kill_matrix, print_matrix, write_json
-from refsim.check.runner import PARTS, Target, run_parts
 from refsim.check.zoo import ZOO, Mutant, mutant
 
-from .machine_runs import against, killed
+from .machine_runs import against, checker_rows, killed
 
 
 def test_the_zoo_has_at_least_twenty_six_documented_faulty_hosts() -> None:
@@ -35,7 +34,7 @@ def falsified() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("faulty", ZOO, ids=lambda m: m.name)
 def test_the_checker_kills_each_faulty_host(faulty: Mutant,
                                             falsified: dict[str, dict[str, Any]]) -> None:
-    rows = run_parts(Target(mutant=faulty), PARTS)  # what judge_mutant's checker runs
+    rows = checker_rows(faulty.name)  # what judge_mutant's checker runs
     assert Side.of(rows).killed, f"{faulty.name} survives the checker"
     # The same rows are `refsim falsify`'s inside level of the host: the cache holds them
     # (its outside levels are judged in test_spec_tools).

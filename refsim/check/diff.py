@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
-from hypothesis import HealthCheck, seed, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import get_state_machine_test, rule
 
@@ -50,6 +50,7 @@ MINTED = frozenset({"eventId", "timestamp", "invocationId", "parentInvocationId"
 # A member that refers to another's minted value is numbered in that one's sequence.
 SAME_SEQUENCE = {"parentInvocationId": "invocationId"}
 DEFAULT_EXAMPLES, DEFAULT_STEPS = 100, 20
+SHRINK_WITHOUT_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
 
 HostFactory = Callable[[], SimHost]
 
@@ -333,10 +334,11 @@ def _run(machine: type[RecordedFixturesMachine], *, max_examples: int, steps: in
     """`refsim.testing.fuzz.run_machine` for the diff machine (same settings, same report).
     The first difference ends the search (`report_multiple_bugs=False`): Hypothesis would
     otherwise go on looking for other failures for up to 10 s and shrink each it found,
-    while the report shows one difference."""
+    while the report shows one difference. No explain phase: it reruns the shrunk program
+    under a line tracer to annotate it, and the report shows the program alone."""
     config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
                       database=None, print_blob=False, suppress_health_check=list(HealthCheck),
-                      report_multiple_bugs=False)
+                      report_multiple_bugs=False, phases=SHRINK_WITHOUT_EXPLAIN)
     test = get_state_machine_test(machine, settings=config)
     if seed_value is not None:
         test = seed(seed_value)(test)
