@@ -174,7 +174,7 @@ def test_no_odd_target_is_a_5xx(served: WireServer, target: str) -> None:
 
 
 def test_a_trickled_header_is_closed_at_the_deadline() -> None:
-    with background(SimHost(seed=0), header_timeout=1.0) as server:
+    with background(SimHost(seed=0), header_timeout=0.5) as server:
         sock = socket.create_connection(server.address, timeout=10)
         started = time.monotonic()
         closed = False
@@ -200,7 +200,7 @@ def test_a_trickled_header_is_closed_at_the_deadline() -> None:
 
 
 def test_a_silent_connection_is_closed_at_the_header_deadline() -> None:
-    with background(SimHost(seed=0), header_timeout=1.0) as server:
+    with background(SimHost(seed=0), header_timeout=0.5) as server:
         received, closed = exchange(server, b"", timeout=10)
         assert closed and received == b""
 
