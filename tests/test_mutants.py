@@ -31,6 +31,9 @@ def falsified() -> dict[str, dict[str, Any]]:
     return {h["host"]: h for h in doc["raw"]}
 
 
+# The whole table on every faulty host (a fifth of a second each): the slow tier. The fast
+# one keeps the blind spots' in-process kills (test_check_any_host) and the machine's.
+@pytest.mark.slow
 @pytest.mark.parametrize("faulty", ZOO, ids=lambda m: m.name)
 def test_the_checker_kills_each_faulty_host(faulty: Mutant,
                                             falsified: dict[str, dict[str, Any]]) -> None:
