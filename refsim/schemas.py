@@ -19,7 +19,7 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from refsim import paths
-from refsim.domain.canonical import canonical
+from refsim.domain.canonical import canonical_or_none
 
 BASE = "https://refsim.invalid/schemas/"
 
@@ -109,10 +109,7 @@ def issues(ref: str, instance: Any, max_issues: int | None = None) -> list[Schem
 
     Remembered by canonical form (bounded): the schemas are fixed for the process, and a
     machine run sends the same suites and bodies again and again."""
-    try:
-        text = canonical(instance)
-    except (TypeError, ValueError):
-        text = None
+    text = canonical_or_none(instance)
     key = (ref, text, max_issues) if text is not None and len(text) <= _ISSUES_KEY_MAX \
         else None
     if key is not None and key in _ISSUES:
@@ -140,9 +137,8 @@ def valid_script(script: Any) -> bool:
     """Whether `script` validates against script.schema.json, remembered by canonical form:
     the schema is fixed for the process, a validation costs milliseconds and a canonical
     form microseconds, and fuzzing sends the same few scripts again and again."""
-    try:
-        key = canonical(script)
-    except (TypeError, ValueError):
+    key = canonical_or_none(script)
+    if key is None:
         return is_valid("script.schema.json", script)
     verdict = _SCRIPT_VERDICTS.get(key)
     if verdict is None:

@@ -80,6 +80,14 @@ def _numbers(value: Any) -> Any:
     return value
 
 
+def canonical_or_none(value: Any) -> str | None:
+    """`canonical(value)`, or None when the value is no JSON."""
+    try:
+        return canonical(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def sha256_hex(value: Any) -> str:
     return sha256_text(canonical(value))
 

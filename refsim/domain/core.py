@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from refsim.domain.agents import Agent, default_agents
-from refsim.domain.canonical import canonical, sha256_hex, sha256_text
+from refsim.domain.canonical import canonical_or_none, sha256_hex, sha256_text
 from refsim.domain.clock import LogicalClock
 from refsim.domain.commands import CreateEval, CreateRun, CreateWorkflow, Fork
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
@@ -180,15 +180,6 @@ def copied(value: Any) -> Any:
     if kind is list:
         return [v if type(v) in _SCALARS else copied(v) for v in value]
     return copy.deepcopy(value)
-
-
-def _json_key(value: Any) -> str | None:
-    """`canonical(value)`, or None when the value is no JSON (whoever needs the form then
-    computes it, and fails as it would have)."""
-    try:
-        return canonical(value)
-    except (TypeError, ValueError):
-        return None
 
 
 _GC_LOCK = threading.Lock()
@@ -553,7 +544,9 @@ class HostCore:
         call_id = self.minter.uuid_like()
         profile = self.profile
         content_free = agent_id in profile.content_free_agents
-        key = _json_key(args)
+        # None for inputs that are no JSON: whoever needs the form then computes it, and
+        # fails as it would have.
+        key = canonical_or_none(args)
         if content_free:
             called = {"agentId": agent_id, "toolName": tool, "callId": call_id,
                       "argsHash": sha256_hex(args) if key is None else sha256_text(key)}
