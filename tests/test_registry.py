@@ -181,11 +181,15 @@ def test_example_checks_match_the_example_table_both_ways(registry: Registry) ->
 
 def test_machine_checks_name_rules_or_invariants_of_the_machine(registry: Registry) -> None:
     from refsim.testing.stateful import RecordedFixturesMachine
+    invariants = RecordedFixturesMachine.setup_state().invariants
+    assert [i.function.__name__ for i in invariants] == ["after_every_step"]
     for name in checks_of(registry, "machine"):
-        prop = getattr(RecordedFixturesMachine, name.removeprefix("machine:"), None)
+        check = name.removeprefix("machine:")
+        prop = getattr(RecordedFixturesMachine, check, None)
         marks = set(vars(prop)) if prop is not None and hasattr(prop, "__dict__") else set()
-        assert marks & {"hypothesis_stateful_rule", "hypothesis_stateful_invariant"}, (
-            f"{name} is not a rule or invariant of RecordedFixturesMachine")
+        assert marks & {"hypothesis_stateful_rule", "hypothesis_stateful_invariant"} or (
+            callable(prop) and check in RecordedFixturesMachine.AFTER_EVERY_STEP), (
+            f"{name} is not a rule of RecordedFixturesMachine nor a check after every step")
 
 
 # -- queries --------------------------------------------------------------------------------------

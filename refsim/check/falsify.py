@@ -369,7 +369,7 @@ def load_rfc_table(path: Path = TABLE_PATH) -> list[dict[str, Any]]:
 def killing_program(host: str, seams: Sequence[str]) -> dict[str, Any]:
     """The stateful machine on the faulty host from outside, offered only `seams`: its
     shrunk program, or why none came out (the checker's finding stands then)."""
-    from refsim.testing.fuzz import run_machine
+    from refsim.testing.fuzz import INVARIANT_CALLS, run_machine
     faulty = mutant(host)
     for seed_value in MACHINE_SEEDS:
         result = run_machine(lambda: OutsideClient(faulty.host(), seams),
@@ -377,9 +377,7 @@ def killing_program(host: str, seams: Sequence[str]) -> dict[str, Any]:
                              seed_value=seed_value)
         if not result.passed:
             lines = [ln for ln in result.program if "teardown" not in ln
-                     and not any(f"state.{n}()" in ln for n in
-                                 ("live_state_agrees", "erasure_reaches_copies",
-                                  "refusals_uniform"))]
+                     and not any(f"state.{n}()" in ln for n in INVARIANT_CALLS)]
             return {"requirementId": result.requirement_id, "message": result.message,
                     "steps": result.steps, "seed": seed_value,
                     "program": ["from refsim.check.falsify import outside_machine",

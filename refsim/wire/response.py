@@ -8,21 +8,42 @@ from typing import Any
 import attrs
 
 
+def encode(value: Any) -> bytes:
+    """A JSON document's bytes on the wire: compact, UTF-8."""
+    return _json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
 @attrs.frozen
 class Response:
     status: int
     headers: dict[str, str]
     json: Any = None
     text: str | None = None
+    # The body's bytes, made on first use (a judge reads them several times per answer).
+    # Not an argument, so `attrs.evolve` starts a changed answer without them.
+    _body: bytes | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     @property
     def body(self) -> bytes:
         """The exact bytes a client receives."""
-        if self.text is not None:
-            return self.text.encode("utf-8")
-        if self.json is None:
-            return b""
-        return _json.dumps(self.json, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        body = self._body
+        if body is None:
+            if self.text is not None:
+                body = self.text.encode("utf-8")
+            elif self.json is None:
+                body = b""
+            else:
+                body = encode(self.json)
+            object.__setattr__(self, "_body", body)
+        return body
+
+    @staticmethod
+    def of_bytes(status: int, headers: dict[str, str], body: bytes) -> Response:
+        """A JSON answer from the bytes it is sent as: its document is parsed from them, so
+        it shares nothing with whoever encoded them."""
+        made = Response(status, headers, _json.loads(body))
+        object.__setattr__(made, "_body", body)
+        return made
 
     def header(self, name: str) -> str | None:
         lower = name.lower()
