@@ -182,8 +182,10 @@ def derive_seconds(timed: Timed, calls: int) -> float:
 def trivial_machine_seconds(max_examples: int, steps: int) -> float:
     """A RuleBasedStateMachine with one rule and one invariant, same settings as refsim's."""
     from hypothesis import HealthCheck, seed, settings
-    from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, invariant, rule
+    from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
     from hypothesis.strategies import integers
+
+    from refsim.testing.stateful import machine_test
 
     class Trivial(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -200,7 +202,7 @@ def trivial_machine_seconds(max_examples: int, steps: int) -> float:
 
     config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
                       database=None, print_blob=False, suppress_health_check=list(HealthCheck))
-    test = seed(0)(get_state_machine_test(Trivial, settings=config))
+    test = seed(0)(machine_test(Trivial, config))
     start = cpu()
     test()
     return cpu() - start
@@ -224,9 +226,9 @@ def hollow_machine() -> type[Any]:
     bundles (a rule with a target returns a fresh token)."""
     from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-    from refsim.testing.stateful import RecordedFixturesMachine
+    from refsim.testing.stateful import RecordedFixturesMachine, machine_parts
 
-    state = RecordedFixturesMachine.setup_state()
+    state = machine_parts(RecordedFixturesMachine)
     bundles = {name: getattr(RecordedFixturesMachine, name) for name in ("tenants", "runs",
                                                                          "evals")}
     tokens = iter(range(1 << 62))
@@ -251,11 +253,12 @@ def hollow_machine_seconds(max_examples: int, steps: int) -> float:
     diagnostic beside the fuzz figure, not a target: the emptied rules never decline a step,
     so the bundles fill a little differently from the real run."""
     from hypothesis import HealthCheck, seed, settings
-    from hypothesis.stateful import get_state_machine_test
+
+    from refsim.testing.stateful import machine_test
 
     config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
                       database=None, print_blob=False, suppress_health_check=list(HealthCheck))
-    test = seed(0)(get_state_machine_test(hollow_machine(), settings=config))
+    test = seed(0)(machine_test(hollow_machine(), config))
     start = cpu()
     test()
     return cpu() - start

@@ -180,8 +180,8 @@ def test_example_checks_match_the_example_table_both_ways(registry: Registry) ->
 
 
 def test_machine_checks_name_rules_or_invariants_of_the_machine(registry: Registry) -> None:
-    from refsim.testing.stateful import RecordedFixturesMachine
-    invariants = RecordedFixturesMachine.setup_state().invariants
+    from refsim.testing.stateful import RecordedFixturesMachine, machine_parts
+    invariants = machine_parts(RecordedFixturesMachine).invariants
     assert [i.function.__name__ for i in invariants] == ["after_every_step"]
     for name in checks_of(registry, "machine"):
         check = name.removeprefix("machine:")

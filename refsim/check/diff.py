@@ -24,7 +24,7 @@ from typing import Any, TextIO
 import attrs
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import get_state_machine_test, rule
+from hypothesis.stateful import rule
 
 from refsim.check.assume import Assumable, Reading, assumables, build, parse
 from refsim.check.observe import eval_body
@@ -38,6 +38,7 @@ from refsim.testing.stateful import (
     RecordedFixturesMachine,
     RequirementViolated,
     machine_for,
+    machine_test,
     note,
 )
 from refsim.wire.client import NO_BODY
@@ -339,7 +340,7 @@ def _run(machine: type[RecordedFixturesMachine], *, max_examples: int, steps: in
     config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
                       database=None, print_blob=False, suppress_health_check=list(HealthCheck),
                       report_multiple_bugs=False, phases=SHRINK_WITHOUT_EXPLAIN)
-    test = get_state_machine_test(machine, settings=config)
+    test = machine_test(machine, config)
     if seed_value is not None:
         test = seed(seed_value)(test)
     try:

@@ -17,12 +17,12 @@ from typing import Any, TextIO
 import attrs
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
-from hypothesis.stateful import get_state_machine_test
 
 from refsim.testing.stateful import (
     RecordedFixturesMachine,
     RequirementViolated,
     machine_for,
+    machine_test,
     unreached,
 )
 from refsim.wire.client import HostClient
@@ -80,7 +80,7 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
     config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
                       database=db, print_blob=False, report_multiple_bugs=False,
                       phases=phases, suppress_health_check=list(HealthCheck))
-    test = get_state_machine_test(machine, settings=config)
+    test = machine_test(machine, config)
     if seed_value is not None:
         test = _seeded(test, seed_value, db)
     try:

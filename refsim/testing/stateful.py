@@ -13,7 +13,7 @@ from __future__ import annotations
 import collections
 import hashlib
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from hypothesis import note as _hypothesis_note
 from hypothesis import strategies as st
@@ -23,6 +23,7 @@ from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
     consumes,
+    get_state_machine_test,
     invariant,
     multiple,
     rule,
@@ -656,9 +657,22 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
         "examples_run": 0})
 
 
+def machine_test(machine: type[RuleBasedStateMachine],
+                 config: Any) -> Callable[[], None]:
+    """Hypothesis's test function for a machine class under `config` (a `settings`):
+    `get_state_machine_test`, typed (some Hypothesis releases leave it unannotated)."""
+    make = cast(Callable[..., Callable[[], None]], get_state_machine_test)
+    return make(machine, settings=config)
+
+
+def machine_parts(machine: type[RuleBasedStateMachine]) -> Any:
+    """The rules, invariants and bundles Hypothesis reads off a machine class."""
+    return cast(Any, machine).setup_state()
+
+
 def unreached(branches: collections.Counter[str]) -> list[str]:
     return [b for b in CRITICAL if branches[b] == 0]
 
 
 __all__ = ["CRITICAL", "RecordedFixturesMachine", "RequirementViolated", "machine_for",
-           "unreached"]
+           "machine_parts", "machine_test", "unreached"]
