@@ -8,21 +8,32 @@ import attrs
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 _MILLIS = tuple(f"{m:03d}Z" for m in range(1000))
+# The formatted second of each tick's second: a thousand ticks share one, so `strftime`
+# runs once a second of logical time rather than on every stamp (bounded).
+_SECONDS: dict[int, str] = {}
+_SECONDS_MAX = 4096
+
+
+def stamp(ticks: int) -> str:
+    """The RFC 3339 time of a tick, to the millisecond."""
+    second, millis = divmod(ticks, 1000)
+    prefix = _SECONDS.get(second)
+    if prefix is None:
+        if len(_SECONDS) >= _SECONDS_MAX:
+            _SECONDS.clear()
+        prefix = (EPOCH + timedelta(seconds=second)).strftime("%Y-%m-%dT%H:%M:%S.")
+        _SECONDS[second] = prefix
+    return prefix + _MILLIS[millis]
 
 
 @attrs.define
 class LogicalClock:
     ticks: int = 0
-    # The formatted second of the last tick: a thousand ticks share it, so `strftime`
-    # runs once a second of logical time rather than on every tick.
-    _second: int = attrs.field(init=False, default=-1)
-    _prefix: str = attrs.field(init=False, default="")
+
+    def tick(self) -> int:
+        """The next tick: what an event keeps, as its time is read far less often than made."""
+        self.ticks += 1
+        return self.ticks
 
     def now(self) -> str:
-        self.ticks += 1
-        second, millis = divmod(self.ticks, 1000)
-        if second != self._second:
-            moment = EPOCH + timedelta(seconds=second)
-            self._prefix = moment.strftime("%Y-%m-%dT%H:%M:%S.")
-            self._second = second
-        return self._prefix + _MILLIS[millis]
+        return stamp(self.tick())

@@ -702,7 +702,7 @@ class HostCore:
 
     def _emit(self, run: RunRecord, type_: str, payload: dict[str, Any]) -> Event:
         event = Event("ev-" + self.minter.opaque(24), run.run_id, type_, payload,
-                      self.clock.now(), len(run.events))
+                      self.clock.tick(), len(run.events))
         run.events.append(event)
         return event
 

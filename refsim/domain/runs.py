@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from refsim.domain.clock import stamp
 from refsim.domain.commands import CreateRun
 from refsim.domain.ids import RunId
 from refsim.domain.owners import Owner
@@ -29,12 +30,16 @@ class Event(NamedTuple):
     run_id: RunId
     type: str
     payload: dict[str, Any]
-    timestamp: str
+    tick: int  # the logical clock's tick: the time is formatted when it is read
     sequence: int
+
+    @property
+    def timestamp(self) -> str:
+        return stamp(self.tick)
 
     def to_json(self) -> dict[str, Any]:
         return {"eventId": self.event_id, "runId": self.run_id.bound, "type": self.type,
-                "payload": self.payload, "timestamp": self.timestamp,
+                "payload": self.payload, "timestamp": stamp(self.tick),
                 "sequence": self.sequence, "schemaVersion": SCHEMA_VERSION}
 
 
