@@ -76,8 +76,39 @@ def _bounded(keyword: str) -> Any:
 
 _BOUNDED = ("uniqueItems", "items", "prefixItems", "contains", "additionalProperties",
             "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+
+# Instances a `$ref` target was found to accept, by the schema object holding the `$ref`
+# and the instance's canonical form (bounded). Whether a subschema accepts an instance
+# depends on nothing else here (no `$dynamicRef`; every file is one resource), so a
+# remembered acceptance is exact; a refusal is always worked out afresh, for its errors.
+# A document is mostly parts seen before (a script's steps, a suite's tasks, an id), and
+# jsonschema makes a new validator object for every subschema it descends into.
+_ACCEPTED: set[tuple[int, str]] = set()
+_ACCEPTED_MAX = 16_384
+_ACCEPTED_TEXT_MAX = 4_096  # longer instances are validated afresh (the key costs more)
+
+
+def _remembered_ref(validator: Any, ref: str, instance: Any, schema: Any) -> Iterator[Any]:
+    text = canonical_or_none(instance)
+    key = (id(schema), text) if text is not None and len(text) <= _ACCEPTED_TEXT_MAX \
+        else None
+    if key is not None and key in _ACCEPTED:
+        return
+    failed = False
+    for error in validator._validate_reference(ref=ref, instance=instance):
+        failed = True
+        yield error
+    # Only a search that ran to its end without an error shows an acceptance; a caller
+    # that stopped at the first error left nothing to remember.
+    if not failed and key is not None:
+        if len(_ACCEPTED) >= _ACCEPTED_MAX:
+            _ACCEPTED.clear()
+        _ACCEPTED.add(key)
+
+
 _Validator = validators.extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator, {keyword: _bounded(keyword) for keyword in _BOUNDED})
+    Draft202012Validator, {"$ref": _remembered_ref}
+    | {keyword: _bounded(keyword) for keyword in _BOUNDED})
 
 
 @functools.cache
