@@ -18,10 +18,10 @@ from refsim.check.zoo import mutant
 from refsim.testing.fuzz import FuzzResult, run_machine
 
 SEEDS = {
-    "words-non-terminal-differently": 9,
-    "accepts-foreign-source": 6,
-    "keeps-copy-after-erasure": 2,
-    "serves-miss-live": 3,
+    "words-non-terminal-differently": 8,
+    "accepts-foreign-source": 10,
+    "keeps-copy-after-erasure": 4,
+    "serves-miss-live": 4,
 }
 
 

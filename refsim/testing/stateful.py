@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import itertools
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
@@ -92,30 +94,53 @@ def expect(condition: bool, requirement_id: str, message: str) -> None:
 
 # ----------------------------------------------------------------------------- strategies
 
-def _counter() -> st.SearchStrategy[dict[str, Any]]:
-    return st.builds(lambda op, key: {"call": COUNTER, "args": {"op": op, "key": key}},
-                     st.sampled_from(["inc", "read"]), st.sampled_from(KEYS))
+# Scripts are drawn in as few choices as their content needs: Hypothesis's cost (drawing,
+# its record of every choice, mutating and shrinking) goes by the number of choices. They
+# are drawn whole from tables (`sampled_from`, no `map`), so a printed program shows each
+# script as the literal it is. Nothing edits a drawn script: the tables are shared.
+#
+# A counter step: op (inc, read) x key (k1, k2). `inc k1` first: shrinking goes there.
+COUNTER_STEPS: tuple[dict[str, Any], ...] = tuple(
+    {"call": COUNTER, "args": {"op": op, "key": key}} for op in ("inc", "read") for key in KEYS)
+MAX_SCRIPT_CALLS = 4
+DECIDE: dict[str, Any] = {"decide": "ok"}
 
 
-def _extended_step() -> st.SearchStrategy[dict[str, Any]]:
-    return st.one_of(
-        _counter(),
-        st.sampled_from(["ok", "error", "forbidden", "rate_limited"]).map(
-            lambda m: {"call": FLAKY, "args": {"mode": m}}),
-        st.sampled_from(["q1", "q2"]).map(lambda q: {"call": VAULT, "args": {"query": q}}),
-        st.lists(_counter(), min_size=1, max_size=2).map(
-            lambda s: {"delegate": HELPER, "script": s}),
-    )
+def _counter_scripts() -> tuple[list[dict[str, Any]], ...]:
+    """Every script of one to four counter steps and the decision, shortest first, each
+    length as often as any other (a short script is listed as many times over as there are
+    longer ones per short one); one choice draws a whole script."""
+    out: list[list[dict[str, Any]]] = []
+    for length in range(1, MAX_SCRIPT_CALLS + 1):
+        scripts = [[*steps, DECIDE]
+                   for steps in itertools.product(COUNTER_STEPS, repeat=length)]
+        repeat = len(COUNTER_STEPS) ** (MAX_SCRIPT_CALLS - length)
+        out.extend(script for script in scripts for _ in range(repeat))
+    return tuple(out)
 
 
-def scripts(extended: bool) -> st.SearchStrategy[list[dict[str, Any]]]:
-    step = _extended_step() if extended else _counter()
-    return st.lists(step, min_size=0, max_size=4).map(lambda s: [*s, {"decide": "ok"}])
+COUNTER_SCRIPTS = st.sampled_from(_counter_scripts())
 
 
-COUNTER_SCRIPTS = st.lists(_counter(), min_size=1, max_size=4).map(
-    lambda s: [*s, {"decide": "ok"}])
-ANY_SCRIPTS = scripts(True)
+def _any_steps() -> tuple[dict[str, Any], ...]:
+    """Any step, one choice each: a counter step, a flaky call (four modes), a vault query
+    (two), or a delegation to the helper with one or two counter steps. The four kinds come
+    equally often, as from a `one_of` of them; within a kind each variant equally often."""
+    kinds: list[list[dict[str, Any]]] = [
+        list(COUNTER_STEPS),
+        [{"call": FLAKY, "args": {"mode": m}} for m in ("ok", "error", "forbidden",
+                                                         "rate_limited")],
+        [{"call": VAULT, "args": {"query": q}} for q in ("q1", "q2")],
+        [{"delegate": HELPER, "script": list(steps)} for n in (1, 2)
+         for steps in itertools.product(COUNTER_STEPS, repeat=n)],
+    ]
+    per_kind = math.lcm(*(len(kind) for kind in kinds))
+    return tuple(step for kind in kinds for step in kind * (per_kind // len(kind)))
+
+
+ANY_STEPS = _any_steps()
+ANY_SCRIPTS = st.lists(st.sampled_from(ANY_STEPS), min_size=0,
+                       max_size=MAX_SCRIPT_CALLS).map(lambda s: [*s, DECIDE])
 
 
 def counter_only(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
