@@ -14,7 +14,7 @@ from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 
 from refsim.check import falsify
-from refsim.check.mutants import Side, kill_matrix, print_matrix, write_json
+from refsim.check.mutants import Side, judge_mutant, kill_matrix, print_matrix, write_json
 from refsim.check.zoo import ZOO, Mutant, mutant
 from refsim.testing.fuzz import INVARIANT_CALLS, FuzzResult, Shrunk, shrink_for_display
 
@@ -167,3 +167,23 @@ def test_a_shrink_that_ends_elsewhere_or_nowhere_shows_the_found_kill() -> None:
     assert nowhere.shown is found and nowhere.note == (
         "not shrunk: the shrink run found no failure")
 
+
+def test_the_shrink_budget_leaves_the_kill_as_found() -> None:
+    serves = mutant("serves-miss-live")
+    plain = judge_mutant(serves, machine_examples=25, machine_steps=30, shrink_budget=0)
+    shrunk = judge_mutant(serves, machine_examples=25, machine_steps=30, shrink_budget=0.001)
+    assert plain.machine is not None and shrunk.machine is not None
+    assert plain.machine.program == shrunk.machine.program  # the same unshrunk run
+    before, after = plain.to_json()["machine"], shrunk.to_json()["machine"]
+    assert before["requirementId"] == after["requirementId"]
+    assert before["steps"] == before["unshrunkSteps"] == after["unshrunkSteps"] > 8
+    assert before["program"] == list(plain.machine.pasteable)
+    assert not before["shrunk"] and before["shrinkSeconds"] == 0
+    assert after["shrunk"] and not after["shrinkComplete"] and after["shrinkSeconds"] > 0
+    out = io.StringIO()
+    print_matrix([plain, shrunk], out)
+    lines = [line for line in out.getvalue().splitlines() if "machine:" in line]
+    steps = before["steps"]
+    assert lines == [f"    machine: 0252.fail-closed-miss in {steps} step(s)",
+                     f"    machine: 0252.fail-closed-miss in {steps} step(s) (shrunk from "
+                     f"{steps} in {after['shrinkSeconds']:.1f} s, budget of 0.001 s ran out)"]
