@@ -251,16 +251,23 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _mutants(args: argparse.Namespace) -> int:
-    from refsim.check.mutants import kill_matrix_json, print_matrix, write_json
+    import math
+
+    from refsim.check.mutants import SHRINK_BUDGET, kill_matrix_json, print_matrix, write_json
     from refsim.check.zoo import ZOO
 
     chosen = [m for m in ZOO if not args.only or m.name in args.only]
     if not chosen:
         print("refsim: no faulty host matches --only", file=sys.stderr)
         return EXIT_USAGE
+    budget = SHRINK_BUDGET if args.shrink_budget is None else args.shrink_budget
+    if not (math.isfinite(budget) and budget >= 0):
+        print("refsim mutants: --shrink-budget takes a non-negative number of seconds",
+              file=sys.stderr)
+        return EXIT_USAGE
     doc = kill_matrix_json(chosen, machine_examples=args.machine_examples,
                            machine_steps=args.machine_steps, http=not args.no_http,
-                           jobs=args.jobs)
+                           jobs=args.jobs, shrink_budget=budget)
     code = print_matrix(doc, sys.stdout)
     if args.json:
         write_json(doc, args.json)
@@ -421,6 +428,11 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--jobs", type=int, default=None,
                          help="processes to spread the hosts over (default: one per core)")
     mutants.add_argument("--machine-steps", type=int, default=30)
+    mutants.add_argument("--shrink-budget", type=float, default=None, metavar="SECONDS",
+                         help="seconds to shrink each machine kill for display, after the "
+                              "unshrunk run has decided it; the step count printed is the "
+                              "shrunk one, beside the unshrunk (0: do not shrink; default 1 "
+                              "s, mutants.SHRINK_BUDGET)")
     mutants.add_argument("--only", action="append", metavar="NAME",
                          help="only this faulty host (repeatable)")
     mutants.set_defaults(func=_mutants)

@@ -97,3 +97,36 @@ def test_list_prints_every_requirement_without_running(capsys: pytest.CaptureFix
     for leg in LEGS:
         assert leg in out
     assert "R10" in out and "eval-fixture-run-tenant-scoped" in out
+
+
+def test_mutants_prints_the_machine_kill_shrunk_beside_its_unshrunk_count(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "m.json"
+    assert main(["mutants", "--only", "serves-miss-live", "--no-http", "--shrink-budget", "0.5",
+                 "--json", str(data)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "machine:" in ln]
+    (kill,) = json.loads(data.read_text(encoding="utf-8"))["mutants"]
+    machine = kill["machine"]
+    assert machine["requirementId"] == "refsim.requirement.0252.fail-closed-miss"
+    assert machine["shrunk"] and machine["steps"] <= machine["unshrunkSteps"]
+    assert machine["shrinkBudget"] == 0.5 and machine["shrinkSeconds"] > 0
+    assert isinstance(machine["shrinkComplete"], bool)
+    assert machine["program"][0] == "state = RecordedFixturesMachine()"
+    assert line.startswith(f"    machine: 0252.fail-closed-miss in {machine['steps']} step(s) "
+                           f"(shrunk from {machine['unshrunkSteps']} in ")
+    assert line.endswith(" s)" if machine["shrinkComplete"] else "budget of 0.5 s ran out)")
+
+
+@pytest.mark.parametrize("budget", ["-1", "nan", "inf"])
+def test_mutants_refuses_a_shrink_budget_that_is_no_number_of_seconds(
+        budget: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mutants", "--only", "echoes-id", f"--shrink-budget={budget}"]) == 2
+    assert "--shrink-budget takes a non-negative number of seconds" in capsys.readouterr().err
+
+
+def test_mutants_help_gives_the_default_shrink_budget(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    from refsim.check.mutants import SHRINK_BUDGET
+    with pytest.raises(SystemExit):
+        main(["mutants", "--help"])
+    assert f"default {SHRINK_BUDGET:g} s" in " ".join(capsys.readouterr().out.split())

@@ -88,3 +88,29 @@ def test_mutants_html_writes_the_grid_of_the_json_it_computed(
     root = pages.parse(page.read_text(encoding="utf-8"))
     killed = pages.check_matrix(root, doc, columns(doc))
     assert killed == sum(len(m["checker"]) for m in doc["mutants"]) > 0
+
+
+def _machine_cell(machine: dict[str, Any]) -> tuple[str, str]:
+    doc: dict[str, Any] = {"requirements": [UNIFORM], "mutants": [
+        {"mutant": "m", "breaks": "b", "killed": True, "checker": [], "machine": machine}]}
+    (cell,) = pages.parse(render_matrix(doc)).find_all("td", "cell")
+    return cell.find("span", "mk").text(), cell.attrs["title"]
+
+
+def test_the_machine_mark_is_the_shrunk_count_and_the_hover_says_from_what() -> None:
+    kill = {"requirementId": UNIFORM, "steps": 3, "message": "differ", "unshrunkSteps": 22,
+            "shrinkBudget": 1.0, "shrinkSeconds": 0.8, "shrinkComplete": True, "shrunk": True,
+            "program": ["state = RecordedFixturesMachine()"]}
+    mark, title = _machine_cell(kill)
+    assert mark == "M3"
+    assert "the machine killed it in 3 step(s) (shrunk from 22): differ" in title
+    _, ran_out = _machine_cell({**kill, "shrinkComplete": False})
+    assert "(shrunk from 22, the shrink budget ran out)" in ran_out
+    mark, not_shrunk = _machine_cell({**kill, "steps": 22, "shrunk": False,
+                                      "shrinkNote": "not shrunk: the shrink run found no "
+                                                    "failure"})
+    assert mark == "M22"
+    assert "in 22 step(s) (not shrunk: the shrink run found no failure; found in 22)" \
+        in not_shrunk
+    mark, unasked = _machine_cell({**kill, "steps": 22, "shrinkBudget": 0, "shrunk": False})
+    assert mark == "M22" and "in 22 step(s): differ" in unasked

@@ -8,13 +8,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
+from hypothesis.database import InMemoryExampleDatabase
+from hypothesis.internal.conjecture import engine as hypothesis_engine
 
 from refsim.check import falsify
-from refsim.check.mutants import Side, kill_matrix, print_matrix, write_json
+from refsim.check.mutants import Side, judge_mutant, kill_matrix, print_matrix, write_json
 from refsim.check.zoo import ZOO, Mutant, mutant
+from refsim.testing.fuzz import INVARIANT_CALLS, FuzzResult, Shrunk, shrink_for_display
 
-from .machine_runs import against, checker_rows, killed
+from .machine_runs import SEEDS, STEPS, against, checker_rows, factory, killed, saved
 
 
 def test_the_zoo_has_at_least_twenty_six_documented_faulty_hosts() -> None:
@@ -95,3 +99,91 @@ def test_a_surviving_mutant_fails_the_matrix() -> None:
     out = io.StringIO()
     assert print_matrix([survivor], out) == 1
     assert "survivors: echoes-id" in out.getvalue()
+
+
+# Shrinking a machine kill for display: from the counterexample the unshrunk run found and
+# saved, within a budget of seconds. A host whose first counterexample is long (see
+# machine_runs). How far a shrink gets within a budget depends on the machine's load, so
+# the fast tests use budgets that leave nothing to chance (none, or less than one replay);
+# the whole shrink is in the slow tier.
+LONG_KILL = "accepts-foreign-source"
+
+
+def shrunk_for_display(budget: float, found: FuzzResult | None = None,
+                       database: InMemoryExampleDatabase | None = None) -> Shrunk:
+    kill, kept = saved(LONG_KILL)
+    return shrink_for_display(factory(LONG_KILL), found or kill,
+                              kept if database is None else database, budget=budget,
+                              steps=STEPS, seed_value=SEEDS[LONG_KILL])
+
+
+def test_the_unshrunk_run_saves_its_counterexample_for_the_shrink() -> None:
+    found, database = saved(LONG_KILL)
+    assert not found.passed and found.steps > 8, "pick a seed with a longer counterexample"
+    assert sum(len(values) for values in database.data.values()) == 1
+
+
+@pytest.mark.slow
+def test_a_kill_shrunk_for_display_is_shorter_and_names_the_same_requirement() -> None:
+    found = killed(LONG_KILL)
+    result = shrunk_for_display(60)
+    assert result.found is found and result.shrunk and result.note is None
+    assert result.complete and result.seconds < 60
+    assert result.shown.requirement_id == found.requirement_id
+    assert result.shown.steps < found.steps, "\n".join(result.shown.pasteable)
+    assert result.shown.steps <= 8, "\n".join(result.shown.pasteable)
+    assert not any(f"state.{name}()" in line for name in INVARIANT_CALLS
+                   for line in result.shown.pasteable)
+
+
+def test_a_tiny_shrink_budget_runs_out_quietly_and_shows_the_unshrunk_program(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    bound = hypothesis_engine.MAX_SHRINKING_SECONDS
+    found = killed(LONG_KILL)
+    result = shrunk_for_display(0.001)  # less than one replay of the counterexample
+    assert not result.complete and result.shrunk  # a whole shrink takes seconds here
+    assert result.shown.requirement_id == found.requirement_id
+    assert result.shown.pasteable == found.pasteable
+    assert hypothesis_engine.MAX_SHRINKING_SECONDS == bound  # restored
+    printed = capfd.readouterr()
+    assert "five minutes" not in printed.out + printed.err  # Hypothesis's warning, caught
+
+
+def test_a_shrink_budget_of_zero_shrinks_nothing() -> None:
+    found = killed(LONG_KILL)
+    result = shrunk_for_display(0)
+    assert result == Shrunk(found, found, 0)
+    assert result.seconds == 0 and not result.shrunk and not result.complete
+
+
+def test_a_shrink_that_ends_elsewhere_or_nowhere_shows_the_found_kill() -> None:
+    found = killed(LONG_KILL)
+    elsewhere = attrs.evolve(found, requirement_id="refsim.requirement.0252.elsewhere")
+    result = shrunk_for_display(0.001, found=elsewhere)
+    assert result.shown is elsewhere and not result.shrunk and not result.complete
+    assert result.note is not None and "reported openwop.requirement.0252.source-refused" \
+        in result.note
+    nowhere = shrunk_for_display(0.001, database=InMemoryExampleDatabase())
+    assert nowhere.shown is found and nowhere.note == (
+        "not shrunk: the shrink run found no failure")
+
+
+def test_the_shrink_budget_leaves_the_kill_as_found() -> None:
+    serves = mutant("serves-miss-live")
+    plain = judge_mutant(serves, machine_examples=25, machine_steps=30, shrink_budget=0)
+    shrunk = judge_mutant(serves, machine_examples=25, machine_steps=30, shrink_budget=0.001)
+    assert plain.machine is not None and shrunk.machine is not None
+    assert plain.machine.program == shrunk.machine.program  # the same unshrunk run
+    before, after = plain.to_json()["machine"], shrunk.to_json()["machine"]
+    assert before["requirementId"] == after["requirementId"]
+    assert before["steps"] == before["unshrunkSteps"] == after["unshrunkSteps"] > 8
+    assert before["program"] == list(plain.machine.pasteable)
+    assert not before["shrunk"] and before["shrinkSeconds"] == 0
+    assert after["shrunk"] and not after["shrinkComplete"] and after["shrinkSeconds"] > 0
+    out = io.StringIO()
+    print_matrix([plain, shrunk], out)
+    lines = [line for line in out.getvalue().splitlines() if "machine:" in line]
+    steps = before["steps"]
+    assert lines == [f"    machine: 0252.fail-closed-miss in {steps} step(s)",
+                     f"    machine: 0252.fail-closed-miss in {steps} step(s) (shrunk from "
+                     f"{steps} in {after['shrinkSeconds']:.1f} s, budget of 0.001 s ran out)"]

@@ -2,8 +2,9 @@
 HTTP through a served copy of it and `check --base-url`) and against the machine.
 
 A mutant survives when nothing kills it; `refsim mutants` exits 1 if any does. Hosts are
-spread over processes; the machine stops at its first counterexample and does not shrink
-unless asked (only "is it killed" matters here).
+spread over processes; the machine stops at its first counterexample and decides the kill
+without shrinking (only "is it killed" matters there); each kill is then shrunk for display
+within a budget of seconds, in the same process, and shown beside its unshrunk count.
 """
 
 from __future__ import annotations
@@ -16,15 +17,20 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
+from hypothesis.database import InMemoryExampleDatabase
 
 from refsim.check.findings import Disposition, Row
 from refsim.check.runner import PARTS, Target, run_parts
 from refsim.check.zoo import ZOO, Mutant, mutant
-from refsim.testing.fuzz import FuzzResult, run_machine
+from refsim.testing.fuzz import FuzzResult, Shrunk, run_machine, shrink_for_display
 
 # One seed by default: the checker already kills every host, and the machine column says
 # which it also kills on its own within the budget (`--machine-examples`).
 MACHINE_SEEDS = (0,)
+# Seconds to shrink each machine kill for display (`--shrink-budget`). A whole shrink takes
+# 2-18 s a kill here; one second gets most kills to the count a whole shrink ends on, and
+# keeps the matrix well inside its 90 s (`refsim bench`).
+SHRINK_BUDGET = 1.0
 
 
 @attrs.frozen
@@ -60,9 +66,10 @@ class Side:
 class Kill:
     mutant: Mutant
     checker: tuple[str, ...]  # requirement ids of the in-process checker rows that failed
-    machine: FuzzResult | None
+    machine: FuzzResult | None  # the unshrunk run: the kill rests on it
     findings: dict[str, str] = attrs.Factory(dict)
     http: Side | None = None
+    shrunk: Shrunk | None = None  # the machine's kill shrunk for display
 
     @property
     def killed(self) -> bool:
@@ -76,9 +83,22 @@ class Kill:
         if self.http is not None:
             out["http"] = self.http.to_json()
         if self.machine is not None:
-            out["machine"] = None if self.machine.passed else {
-                "requirementId": self.machine.requirement_id, "steps": self.machine.steps,
-                "message": self.machine.message}
+            out["machine"] = None if self.machine.passed else self._machine_json(self.machine)
+        return out
+
+    def _machine_json(self, found: FuzzResult) -> dict[str, Any]:
+        """The machine's kill: `steps`, `message` and `program` as shown (shrunk when the
+        shrink gave the same requirement id), `unshrunkSteps` as found."""
+        shrunk = self.shrunk if self.shrunk is not None else Shrunk(found, found, 0.0)
+        shown = shrunk.shown
+        out: dict[str, Any] = {
+            "requirementId": found.requirement_id, "steps": shown.steps,
+            "message": shown.message, "unshrunkSteps": found.steps,
+            "shrinkBudget": shrunk.budget, "shrinkSeconds": round(shrunk.seconds, 2),
+            "shrinkComplete": shrunk.complete, "shrunk": shrunk.shrunk,
+            "program": list(shown.pasteable)}
+        if shrunk.note is not None:
+            out["shrinkNote"] = shrunk.note
         return out
 
 
@@ -95,36 +115,50 @@ def over_http(faulty: Mutant) -> Side:
 
 
 def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
-                 http: bool = False) -> Kill:
+                 http: bool = False, shrink_budget: float = 0.0) -> Kill:
+    """The checker's verdict on `faulty`, and the machine's: a search without shrinking
+    decides the kill (the same seeds and budget whatever `shrink_budget`), then its
+    counterexample is shrunk for display within `shrink_budget` seconds (0: not shrunk)."""
     side = Side.of(run_parts(Target(mutant=faulty), PARTS))
-    result = None
+    result = shrunk = None
     for seed_value in MACHINE_SEEDS if machine_examples > 0 else ():
+        # A fresh database per search: Hypothesis saves the failure it finds there, and
+        # the shrink replays it from there.
+        found_in = InMemoryExampleDatabase()
         result = run_machine(lambda: faulty.host(), max_examples=machine_examples,
-                             steps=machine_steps, seed_value=seed_value, shrink=False)
+                             steps=machine_steps, seed_value=seed_value, shrink=False,
+                             database=found_in)
         if not result.passed:
+            shrunk = shrink_for_display(lambda: faulty.host(), result, found_in,
+                                        budget=shrink_budget, steps=machine_steps,
+                                        seed_value=seed_value)
             break
-    return Kill(faulty, side.failed, result, side.findings, over_http(faulty) if http else None)
+    return Kill(faulty, side.failed, result, side.findings, over_http(faulty) if http else None,
+                shrunk)
 
 
-def _judge_json(name: str, machine_examples: int, machine_steps: int, http: bool
-                ) -> dict[str, Any]:
+def _judge_json(name: str, machine_examples: int, machine_steps: int, http: bool,
+                shrink_budget: float) -> dict[str, Any]:
     return judge_mutant(mutant(name), machine_examples=machine_examples,
-                        machine_steps=machine_steps, http=http).to_json()
+                        machine_steps=machine_steps, http=http,
+                        shrink_budget=shrink_budget).to_json()
 
 
 def kill_matrix(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 100,
-                machine_steps: int = 30, http: bool = False) -> list[Kill]:
+                machine_steps: int = 30, http: bool = False,
+                shrink_budget: float = SHRINK_BUDGET) -> list[Kill]:
     return [judge_mutant(m, machine_examples=machine_examples, machine_steps=machine_steps,
-                         http=http) for m in mutants]
+                         http=http, shrink_budget=shrink_budget) for m in mutants]
 
 
 def kill_matrix_json(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 30,
-                     machine_steps: int = 30, http: bool = True, jobs: int | None = None
-                     ) -> dict[str, Any]:
-    """The matrix as its JSON document, with the hosts spread over `jobs` processes."""
+                     machine_steps: int = 30, http: bool = True, jobs: int | None = None,
+                     shrink_budget: float = SHRINK_BUDGET) -> dict[str, Any]:
+    """The matrix as its JSON document, with the hosts spread over `jobs` processes (each
+    host's machine kill shrunk for display in the process that found it)."""
     jobs = jobs or min(len(mutants), os.cpu_count() or 1)
     names = [m.name for m in mutants]
-    args = [(n, machine_examples, machine_steps, http) for n in names]
+    args = [(n, machine_examples, machine_steps, http, shrink_budget) for n in names]
     if jobs <= 1:
         docs = [_judge_json(*a) for a in args]
     else:
@@ -169,7 +203,7 @@ def print_matrix(kills: Sequence[Kill] | dict[str, Any], out: TextIO) -> int:
             print("    over HTTP: " + ", ".join(_short(r) for r in http["checker"]), file=out)
         if isinstance(machine, dict):
             print(f"    machine: {_short(machine.get('requirementId') or '?')} in "
-                  f"{machine['steps']} step(s)", file=out)
+                  f"{machine['steps']} step(s){_shrink_note(machine)}", file=out)
     survivors = [d["mutant"] for d in docs if not d["killed"]]
     http_docs = [d for d in docs if d.get("http") is not None]
     print(f"\n{len(docs) - len(survivors)}/{len(docs)} faulty hosts killed", file=out)
@@ -185,6 +219,21 @@ def print_matrix(kills: Sequence[Kill] | dict[str, Any], out: TextIO) -> int:
     if survivors:
         print("survivors: " + ", ".join(survivors), file=out)
     return 1 if survivors else 0
+
+
+def _shrink_note(machine: dict[str, Any]) -> str:
+    """How the machine's step count came about: nothing when it was not shrunk for display
+    (budget 0, or a document from before shrinking)."""
+    budget = machine.get("shrinkBudget")
+    if not budget or "unshrunkSteps" not in machine:
+        return ""
+    seconds = f"{machine.get('shrinkSeconds', 0):.1f} s"
+    note = machine.get("shrinkNote")
+    if not machine.get("shrunk"):
+        return f" ({note or 'not shrunk'}; {seconds})"
+    ran_out = "" if machine.get("shrinkComplete") else f", budget of {budget:g} s ran out"
+    return (f" (shrunk from {machine['unshrunkSteps']} in {seconds}{ran_out}"
+            + (f"; {note})" if note else ")"))
 
 
 def write_json(kills: Sequence[Kill] | dict[str, Any], path: str | Path) -> None:

@@ -69,6 +69,18 @@ def _mutants(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [m for m in ms if isinstance(m, dict)] if isinstance(ms, list) else []
 
 
+def _shrink(machine: Mapping[str, Any]) -> str | None:
+    """How the machine's step count came about, when the document says: shrunk from the
+    count the kill was found with, or why not."""
+    unshrunk = machine.get("unshrunkSteps")
+    if not isinstance(unshrunk, int) or not machine.get("shrinkBudget"):
+        return None
+    if machine.get("shrunk") is not True:
+        return str(machine.get("shrinkNote") or "not shrunk") + f"; found in {unshrunk}"
+    ran_out = "" if machine.get("shrinkComplete") is True else ", the shrink budget ran out"
+    return f"shrunk from {unshrunk}{ran_out}"
+
+
 class Cell:
     """One mutant and one requirement: who killed it there, and what they found."""
 
@@ -81,10 +93,12 @@ class Cell:
         machine = _machine(m)
         self.steps: int | None = None
         self.machine_detail: str | None = None
+        self.shrink: str | None = None
         if machine is not None and machine.get("requirementId") == req:
             steps = machine.get("steps")
             self.steps = steps if isinstance(steps, int) else 0
             self.machine_detail = str(machine.get("message") or "")
+            self.shrink = _shrink(machine)
 
     @property
     def killed(self) -> bool:
@@ -107,6 +121,7 @@ class Cell:
                                              else ""))
         if self.steps is not None:
             out.append(f"the machine killed it in {self.steps} step(s)"
+                       + (f" ({self.shrink})" if self.shrink else "")
                        + (f": {self.machine_detail}" if self.machine_detail else ""))
         return "; ".join(out) if out else "not killed here"
 
@@ -219,7 +234,9 @@ def render_matrix(doc: dict[str, Any]) -> str:
         "fault on that requirement: "
         '<span class="legend"><span class="mk p">P</span>the checker in process, '
         '<span class="mk h">H</span>the checker over HTTP, '
-        '<span class="mk m">M12</span>the stateful machine, in 12 steps, '
+        '<span class="mk m">M4</span>the stateful machine, in 4 steps (its counterexample '
+        "shrunk for display, within a time budget, from the longer one it was found with; "
+        "the hover says from how many), "
         '<span class="mk no">·</span>not killed there.</span> '
         "Hover a cell for the finding, or follow it to its line under the grid.</p>"
         f'<p class="summary verdict">{h(summary)}</p>'

@@ -1,22 +1,30 @@
 """Runs the stateful machine and reports: a counterexample with its requirement id and a
-pasteable program, or the step and branch counts of a clean run; and campaigns of several
+pasteable program, or the step and branch counts of a clean run; shrinks a counterexample
+found without shrinking, for display, within a time budget; and campaigns of several
 processes over one Hypothesis example database."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import multiprocessing
 import shlex
 import time
 import unittest
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
 from hypothesis import HealthCheck, Phase, seed, settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    InMemoryExampleDatabase,
+)
+from hypothesis.internal.conjecture import engine as hypothesis_engine
+from hypothesis.reporting import with_reporter
 
 from refsim.testing.stateful import (
     RecordedFixturesMachine,
@@ -36,6 +44,9 @@ NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 # shrunk machine kill's cost otherwise.
 SHRINK = tuple(p for p in Phase if p is not Phase.explain)
 REPLAY_ONLY = (Phase.explicit, Phase.reuse)
+# Shrinking a failure an earlier run saved: replay it from the database, then shrink it;
+# nothing new is generated and nothing explained.
+SHRINK_SAVED = (Phase.reuse, Phase.shrink)
 
 
 @attrs.frozen
@@ -55,6 +66,11 @@ class FuzzResult:
                    and "teardown" not in line
                    and not any(f"state.{name}()" in line for name in INVARIANT_CALLS))
 
+    @property
+    def pasteable(self) -> tuple[str, ...]:
+        """The program as the report prints it: without the invariant checks."""
+        return tuple(line for line in self.program if not _is_invariant_call(line))
+
 
 def example_database(database: ExampleDatabase | str | Path | None) -> ExampleDatabase | None:
     """A Hypothesis example database: a directory path becomes a
@@ -68,14 +84,16 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
                 seed_value: int | None = None, extended: bool = True,
                 keys: dict[str, str] | None = None, shrink: bool = True,
                 database: ExampleDatabase | str | Path | None = None,
-                replay_only: bool = False) -> FuzzResult:
+                replay_only: bool = False, phases: Sequence[Phase] | None = None
+                ) -> FuzzResult:
     """Run the machine once. `shrink=False` reports a failure as found (no shrink phase);
     `database` keeps failures there and replays them first (Hypothesis's key for the
     machine derives from the machine class, the same in every process and run);
-    `replay_only` runs only what the database holds."""
+    `replay_only` runs only what the database holds; `phases`, when given, overrides the
+    phases `shrink` and `replay_only` choose."""
     machine = machine_for(factory, extended=extended, keys=keys)
-    phases: Sequence[Phase] = (REPLAY_ONLY if replay_only
-                               else SHRINK if shrink else NO_SHRINK)
+    if phases is None:
+        phases = REPLAY_ONLY if replay_only else SHRINK if shrink else NO_SHRINK
     db = example_database(database)
     config = settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
                       database=db, print_blob=False, report_multiple_bugs=False,
@@ -115,6 +133,10 @@ def _is_program(line: str) -> bool:
     return line.startswith(("state", "runs_", "evals_", "tenants_"))
 
 
+def _is_invariant_call(line: str) -> bool:
+    return any(f"state.{name}()" in line for name in INVARIANT_CALLS)
+
+
 def _print_counterexample(requirement_id: str | None, message: str, narrative: Sequence[str],
                           program: Sequence[str], steps: int, out: TextIO) -> None:
     print(f"COUNTEREXAMPLE for {requirement_id}", file=out)
@@ -125,7 +147,7 @@ def _print_counterexample(requirement_id: str | None, message: str, narrative: S
     print(f"\nThe program ({steps} steps), pasteable into a test:", file=out)
     print("  from refsim.testing.stateful import RecordedFixturesMachine", file=out)
     for line in program:
-        if any(f"state.{name}()" in line for name in INVARIANT_CALLS):
+        if _is_invariant_call(line):
             continue
         print(f"  {line}", file=out)
 
@@ -149,6 +171,104 @@ def report(result: FuzzResult, out: TextIO) -> int:
     print(f"passed: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
           f"{machine.requests_made} request(s)", file=out)
     return _print_branches(machine.branches, out)
+
+
+# ------------------------------------------------------------------ shrinking for display
+
+# Hypothesis's bound on the total time it spends shrinking one failure (five minutes),
+# kept a module-level name in its engine so that users can monkeypatch it.
+_SHRINK_BOUND = "MAX_SHRINKING_SECONDS"
+# Where Hypothesis keeps, beside a key's failures, those it knows are not minimal (the
+# engine's `secondary_key`: the key, a dot, "secondary").
+_SECONDARY = b".secondary"
+
+
+@contextlib.contextmanager
+def shrink_time_limit(seconds: float) -> Iterator[bool]:
+    """Hypothesis's bound on shrinking time set to `seconds` inside, restored after. Yields
+    whether it could be set: False if this Hypothesis no longer has the name (the shrink
+    then runs under Hypothesis's own bound). Process-wide: one shrink at a time per
+    process."""
+    before = getattr(hypothesis_engine, _SHRINK_BOUND, None)
+    if before is None:
+        yield False
+        return
+    setattr(hypothesis_engine, _SHRINK_BOUND, seconds)
+    try:
+        yield True
+    finally:
+        setattr(hypothesis_engine, _SHRINK_BOUND, before)
+
+
+@attrs.frozen
+class Shrunk:
+    """A machine kill shrunk for display. `found` is the counterexample as the unshrunk
+    run found it (the kill rests on it); `shown` the one to display: the shrunk
+    counterexample, or `found` itself when shrinking was not asked for or did not end on
+    the same requirement id (`note` says why)."""
+
+    found: FuzzResult
+    shown: FuzzResult
+    budget: float
+    seconds: float = 0.0
+    complete: bool = False  # the shrinker finished within the budget
+    shrunk: bool = False  # `shown` is the shrink run's counterexample
+    note: str | None = None
+
+
+def shrink_for_display(factory: Callable[[], HostClient], found: FuzzResult,
+                       database: InMemoryExampleDatabase, *, budget: float, steps: int,
+                       seed_value: int | None = None, extended: bool = True,
+                       keys: dict[str, str] | None = None) -> Shrunk:
+    """Shrink, within `budget` seconds, the counterexample `found` that a no-shrink
+    `run_machine(..., database=database)` found and Hypothesis saved in `database` (a fresh
+    one, holding that failure only; it is left as it is).
+
+    The failure is replayed from a copy of the database, then shrunk (phases reuse and
+    shrink: nothing new generated). Hypothesis does not shrink again a failure it replays
+    exactly from its primary corpus (it takes it for one already shrunk), so the copy holds
+    it in the secondary corpus instead, where Hypothesis keeps failures known not to be
+    minimal. `budget` bounds the shrinker's own time (replaying costs a little more);
+    when it runs out, the smallest counterexample so far is shown and `complete` is False.
+    Hypothesis's warning about slow shrinking is kept off the terminal. `budget` 0 shrinks
+    nothing."""
+    if found.passed or budget <= 0:
+        return Shrunk(found, found, budget)
+    saved = InMemoryExampleDatabase()
+    for key, values in database.data.items():
+        for value in values:
+            saved.save(key + _SECONDARY, value)
+    reports: list[str] = []
+    started = time.perf_counter()
+    with shrink_time_limit(budget) as bounded, with_reporter(lambda text: reports.append(
+            str(text))):
+        try:
+            result: FuzzResult | None = run_machine(
+                factory, max_examples=1, steps=steps, seed_value=seed_value,
+                extended=extended, keys=keys, database=saved, phases=SHRINK_SAVED)
+            raised = None
+        except Exception as exc:  # a different failure than a requirement, or Flaky
+            result, raised = None, f"{type(exc).__name__}: {str(exc)[:200]}"
+    seconds = time.perf_counter() - started
+    # What Hypothesis reports in a run of replaying and shrinking, with the failure's own
+    # report kept in its notes, is the warning that the bound ran out ("...spent more than
+    # five minutes working to shrink...", whatever the bound).
+    ran_out = any("shrink" in text for text in reports)
+    note = None if bounded else (f"this Hypothesis has no {_SHRINK_BOUND}: shrunk without "
+                                 "the budget")
+    if result is None or result.passed or result.requirement_id != found.requirement_id:
+        what = (f"raised {raised}" if raised is not None
+                else "found no failure" if result is None or result.passed
+                else f"reported {result.requirement_id} instead")
+        return Shrunk(found, found, budget, seconds, False, False,
+                      f"not shrunk: the shrink run {what}")
+    if result.steps > found.steps:
+        # Hypothesis orders counterexamples by their choices, not by rule steps: a budget
+        # that runs out can leave one simpler by its order and longer to read.
+        return Shrunk(found, found, budget, seconds, False, False,
+                      f"not shrunk: the shrink ended on {result.steps} step(s)"
+                      + (" when the budget ran out" if ran_out else ""))
+    return Shrunk(found, result, budget, seconds, not ran_out, True, note)
 
 
 # ----------------------------------------------------------------------------- campaigns
