@@ -185,9 +185,6 @@ def copied(value: Any) -> Any:
 _GC_LOCK = threading.Lock()
 _gc_pauses = 0
 _gc_resume = False
-# Tracked objects after the last full collection a pause made (0: none yet).
-_gc_baseline = 0
-GC_GROWTH = 1.25  # a full collection once the tracked objects grew by a quarter
 
 
 @contextlib.contextmanager
@@ -196,19 +193,17 @@ def gc_paused() -> Iterator[None]:
 
     A run allocates a few long-lived objects per tool call (events, their payloads, the
     held call) and no cycles, so every collection on the way re-walks them for nothing:
-    at 100k calls that was half the cost of a call. Objects are still freed by reference
-    counting. When the last paused run ends, what was allocated meanwhile goes straight
-    to the oldest generation (`gc.freeze()` then `gc.unfreeze()`, which move the lists
-    without walking them; skipped when the program froze objects itself), so the young
-    collections do not walk it either.
+    at 100k calls that was half the cost of a call (each full collection on the way walks
+    the whole growing heap). Objects are still freed by reference counting. When the last
+    paused run ends the collector resumes, or stays off if it was off before, and takes
+    in what the run made as it takes in anything: a young collection or two, then the
+    oldest generation, counted there as it goes, so its full collections come when due.
 
-    That move bypasses the collector's own count of what reached the oldest generation,
-    which is what makes it run a full collection (once that count passes a quarter of
-    the objects there): left alone, cyclic garbage the rest of the program made (Hypothesis
-    makes plenty) was never collected again, and a long fuzzing run or server grew without
-    bound. So the pause decides as the collector would: a full collection once the tracked
-    objects have grown by a quarter since the last one it made. The collector resumes, or
-    stays off (and nothing is collected) if it was off before. Re-entrant, thread-safe.
+    (It used to move everything straight to the oldest generation with `gc.freeze()` and
+    `gc.unfreeze()`. That bypasses the count that decides when a full collection is due,
+    so none came again: cyclic garbage, which Hypothesis makes plenty of, piled up there,
+    85 MB per hundred machine examples, and a served host would have grown the same way.)
+    Re-entrant, thread-safe.
     """
     global _gc_pauses, _gc_resume
     with _GC_LOCK:
@@ -221,27 +216,8 @@ def gc_paused() -> Iterator[None]:
     finally:
         with _GC_LOCK:
             _gc_pauses -= 1
-            if _gc_pauses == 0:
-                if gc.get_freeze_count() == 0:
-                    _promote(collect=_gc_resume)
-                if _gc_resume:
-                    gc.enable()
-
-
-def _promote(*, collect: bool) -> None:
-    """Move every tracked object to the oldest generation, and run the full collection
-    the collector would have run by now (see `gc_paused`)."""
-    global _gc_baseline
-    gc.freeze()
-    tracked = gc.get_freeze_count()
-    gc.unfreeze()
-    if _gc_baseline == 0:
-        _gc_baseline = tracked
-    elif collect and tracked > _gc_baseline * GC_GROWTH:
-        gc.collect()
-        gc.freeze()
-        _gc_baseline = gc.get_freeze_count()
-        gc.unfreeze()
+            if _gc_pauses == 0 and _gc_resume:
+                gc.enable()
 
 
 @attrs.define
