@@ -352,6 +352,8 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
     gc.collect()
 
     say("refsim's machine and a trivial one, 200 examples x 50 steps")
+    from refsim.testing.stateful import settle_constants
+    settle_constants()  # before either: both draw from the same pool of constants
     trivial = trivial_machine_seconds(200, 50)
     machine = refsim_machine_seconds(200, 50)
     figures.append(Figure("fuzz-200x50", "refsim fuzz --max-examples 200 --steps 50", machine,

@@ -23,7 +23,7 @@ from refsim.testing.fuzz import FuzzResult, run_machine
 from refsim.wire.client import HostClient
 
 SEEDS = {
-    "words-non-terminal-differently": 8,
+    "words-non-terminal-differently": 6,
     "accepts-foreign-source": 10,
     "keeps-copy-after-erasure": 4,
     "serves-miss-live": 4,

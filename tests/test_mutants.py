@@ -158,20 +158,52 @@ def test_a_shrink_budget_of_zero_shrinks_nothing() -> None:
 
 def test_a_shrink_that_ends_elsewhere_or_nowhere_shows_the_found_kill() -> None:
     found = killed(LONG_KILL)
+    # The shrink keeps to the kill's requirement: the saved program breaks another one, so
+    # under the focus it is no failure at all.
     elsewhere = attrs.evolve(found, requirement_id="refsim.requirement.0252.elsewhere")
     result = shrunk_for_display(0.001, found=elsewhere)
     assert result.shown is elsewhere and not result.shrunk and not result.complete
-    assert result.note is not None and "reported openwop.requirement.0252.source-refused" \
-        in result.note
+    assert result.note == ("not shrunk: the shrink run found no failure of "
+                           "refsim.requirement.0252.elsewhere")
     nowhere = shrunk_for_display(0.001, database=InMemoryExampleDatabase())
     assert nowhere.shown is found and nowhere.note == (
-        "not shrunk: the shrink run found no failure")
+        f"not shrunk: the shrink run found no failure of {found.requirement_id}")
+
+
+def test_a_focused_machine_rejects_what_breaks_another_requirement() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.errors import Unsatisfiable
+
+    from refsim.testing.stateful import RequirementViolated, expect, focused_on
+    kept, other = "refsim.requirement.0252.kept", "refsim.requirement.0252.other"
+
+    @settings(max_examples=5, database=None)
+    @given(st.booleans())
+    def breaks_either(the_kept_one: bool) -> None:
+        expect(True, other, "holds")
+        expect(False, kept if the_kept_one else other, "broken")
+
+    @settings(max_examples=5, database=None)
+    @given(st.booleans())
+    def breaks_the_other(_: bool) -> None:
+        expect(False, other, "broken")
+
+    with focused_on(kept):
+        with pytest.raises(RequirementViolated) as raised:
+            breaks_either()
+        assert raised.value.requirement_id == kept
+        with pytest.raises(Unsatisfiable):  # every example rejected, none failed
+            breaks_the_other()
+    with pytest.raises(RequirementViolated):  # the focus ends with the block
+        breaks_the_other()
 
 
 def test_the_shrink_budget_leaves_the_kill_as_found() -> None:
-    serves = mutant("serves-miss-live")
-    plain = judge_mutant(serves, machine_examples=25, machine_steps=30, shrink_budget=0)
-    shrunk = judge_mutant(serves, machine_examples=25, machine_steps=30, shrink_budget=0.001)
+    # A host whose first kill at the matrix's budget is long (12 steps, seed 0).
+    faulty = mutant("no-per-trial-reset")
+    plain = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0)
+    shrunk = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0.001)
     assert plain.machine is not None and shrunk.machine is not None
     assert plain.machine.program == shrunk.machine.program  # the same unshrunk run
     before, after = plain.to_json()["machine"], shrunk.to_json()["machine"]

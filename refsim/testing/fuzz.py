@@ -23,12 +23,14 @@ from hypothesis.database import (
     ExampleDatabase,
     InMemoryExampleDatabase,
 )
+from hypothesis.errors import Unsatisfiable
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 from hypothesis.reporting import with_reporter
 
 from refsim.testing.stateful import (
     RecordedFixturesMachine,
     RequirementViolated,
+    focused_on,
     machine_for,
     machine_test,
     unreached,
@@ -240,13 +242,17 @@ def shrink_for_display(factory: Callable[[], HostClient], found: FuzzResult,
             saved.save(key + _SECONDARY, value)
     reports: list[str] = []
     started = time.perf_counter()
+    # Focused on the kill's requirement: a candidate that breaks another one first is no
+    # shrink of this kill (Hypothesis would otherwise slip to any smaller failure).
     with shrink_time_limit(budget) as bounded, with_reporter(lambda text: reports.append(
-            str(text))):
+            str(text))), focused_on(found.requirement_id):
         try:
             result: FuzzResult | None = run_machine(
                 factory, max_examples=1, steps=steps, seed_value=seed_value,
                 extended=extended, keys=keys, database=saved, phases=SHRINK_SAVED)
             raised = None
+        except Unsatisfiable:  # every example broke only other requirements: rejected
+            result, raised = None, None
         except Exception as exc:  # a different failure than a requirement, or Flaky
             result, raised = None, f"{type(exc).__name__}: {str(exc)[:200]}"
     seconds = time.perf_counter() - started
@@ -258,7 +264,8 @@ def shrink_for_display(factory: Callable[[], HostClient], found: FuzzResult,
                                  "the budget")
     if result is None or result.passed or result.requirement_id != found.requirement_id:
         what = (f"raised {raised}" if raised is not None
-                else "found no failure" if result is None or result.passed
+                else f"found no failure of {found.requirement_id}"
+                if result is None or result.passed
                 else f"reported {result.requirement_id} instead")
         return Shrunk(found, found, budget, seconds, False, False,
                       f"not shrunk: the shrink run {what}")

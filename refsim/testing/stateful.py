@@ -11,13 +11,16 @@ uniformity, fail-closed replay, the echo, isolation, erasure and no re-resolutio
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import hashlib
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, cast
 
 from hypothesis import note as _hypothesis_note
+from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.control import should_note
 from hypothesis.errors import InvalidArgument
@@ -87,8 +90,28 @@ class RequirementViolated(AssertionError):
         self.requirement_id = requirement_id
 
 
+# While set, a violation of any other requirement makes the example invalid rather than
+# failing (Hypothesis rejects it). `refsim.testing.fuzz.shrink_for_display` sets it: without
+# it the shrinker may slip from the kill it shrinks to another requirement's smaller one.
+_FOCUS: contextvars.ContextVar[str | None] = contextvars.ContextVar("refsim_machine_focus",
+                                                                     default=None)
+
+
+@contextlib.contextmanager
+def focused_on(requirement_id: str | None) -> Iterator[None]:
+    """Only `requirement_id` fails an example inside; other violations reject it."""
+    token = _FOCUS.set(requirement_id)
+    try:
+        yield
+    finally:
+        _FOCUS.reset(token)
+
+
 def expect(condition: bool, requirement_id: str, message: str) -> None:
     if not condition:
+        focus = _FOCUS.get()
+        if focus is not None and requirement_id != focus:
+            reject()
         raise RequirementViolated(requirement_id, message)
 
 
@@ -185,6 +208,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        settle_constants()
         self.client = type(self).client_factory()
         self.sim = self.client if isinstance(self.client, SimHost) else None
         self.keys = dict(type(self).tenant_keys)
@@ -670,11 +694,38 @@ def _rid(run_id: str) -> RunId:
     return parsed
 
 
+_SETTLED = False
+
+
+def settle_constants() -> None:
+    """Import every refsim module, once per process, before the machine draws anything.
+
+    Hypothesis draws a few values (one in twenty of its integer choices) from the literal
+    constants of every imported module that is not a library's, refsim's own included,
+    and collects them as modules are imported. So the same seed searched differently
+    depending on which of refsim's modules a process had imported by then (`refsim fuzz`,
+    a pytest session, a worker of `refsim mutants`). With all of them imported the pool is
+    the same in every process running the same code; modules of your own that Hypothesis
+    counts as local (not under site-packages, not tests) still add theirs."""
+    global _SETTLED
+    if _SETTLED:
+        return
+    _SETTLED = True
+    import importlib
+    import pkgutil
+
+    import refsim
+    for module in pkgutil.walk_packages(refsim.__path__, "refsim."):
+        if module.name != "refsim.__main__":  # that one runs the command line
+            importlib.import_module(module.name)
+
+
 def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
                 keys: dict[str, str] | None = None,
                 name: str = "RecordedFixturesMachine") -> type[RecordedFixturesMachine]:
     """A machine class over hosts from `factory` (a fresh host per example, or one
     long-lived host over HTTP); `keys` maps tenant labels to API keys."""
+    settle_constants()
     return type(name, (RecordedFixturesMachine,), {
         "client_factory": staticmethod(factory), "extended": extended,
         "tenant_keys": dict(keys or TENANTS),
@@ -699,5 +750,5 @@ def unreached(branches: collections.Counter[str]) -> list[str]:
     return [b for b in CRITICAL if branches[b] == 0]
 
 
-__all__ = ["CRITICAL", "RecordedFixturesMachine", "RequirementViolated", "machine_for",
-           "machine_parts", "machine_test", "unreached"]
+__all__ = ["CRITICAL", "RecordedFixturesMachine", "RequirementViolated", "focused_on",
+           "machine_for", "machine_parts", "machine_test", "settle_constants", "unreached"]
