@@ -223,7 +223,8 @@ def _fuzz(args: argparse.Namespace) -> int:
                                steps=args.steps)
     result = run_machine(target.factory(), max_examples=args.max_examples, steps=args.steps,
                          seed_value=args.seed, extended=target.extended, keys=target.keys,
-                         database=database, replay_only=args.replay)
+                         database=target.database(database, args.steps),
+                         replay_only=args.replay)
     if args.replay and result.passed:
         print(f"nothing failed: no example the database at {database} holds for this "
               "machine fails against this host")

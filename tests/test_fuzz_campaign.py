@@ -35,9 +35,11 @@ def _faulty_factory(made: list[int]) -> HostClient:
 
 
 def _plant(db: Path) -> FuzzResult:
-    """Find a counterexample against the faulty host, without shrinking, into `db`."""
+    """Find a counterexample against the faulty host, without shrinking, into `db` (as
+    `refsim fuzz --mutant FAULTY --database db` keeps it)."""
     planted = run_machine(lambda: _faulty_factory([]), max_examples=200, steps=STEPS,
-                          seed_value=0, shrink=False, database=db)
+                          seed_value=0, shrink=False,
+                          database=FuzzTarget(mutant=FAULTY).database(db, STEPS))
     assert not planted.passed, "the machine should kill serves-miss-live"
     assert db.is_dir() and any(db.rglob("*")), "nothing was saved in the database"
     return planted
@@ -49,7 +51,7 @@ def test_a_planted_counterexample_is_replayed_on_the_first_example(tmp_path: Pat
     made: list[int] = []
     # A new machine class over a new factory: the key is the machine's, not the factory's.
     again = run_machine(lambda: _faulty_factory(made), max_examples=1, steps=STEPS,
-                        shrink=False, database=db)
+                        shrink=False, database=FuzzTarget(mutant=FAULTY).database(db, STEPS))
     assert not again.passed
     assert again.requirement_id == planted.requirement_id
     # One host for the replayed example, one for Hypothesis's final run that reports it.
@@ -69,14 +71,35 @@ def test_the_replay_command_finds_it_in_another_process(tmp_path: Path) -> None:
     assert command in done.stdout  # and it prints the command that replays it again
 
 
-def test_replay_against_a_sound_host_reports_nothing_failed(tmp_path: Path) -> None:
+def test_replay_against_a_sound_host_reports_nothing_failed_and_loses_nothing(
+        tmp_path: Path) -> None:
     db = tmp_path / "db"
-    _plant(db)
+    planted = _plant(db)
+    saved = sorted(str(p.relative_to(db)) for p in db.rglob("*"))
     out = io.StringIO()
     with redirect_stdout(out):
         code = main(["fuzz", "--replay", "--database", str(db), "--steps", str(STEPS)])
-    assert code == 0
-    assert "nothing failed" in out.getvalue()
+        # Another step count is another search: it reads none of those entries either.
+        other = main(["fuzz", "--replay", "--database", str(db), "--steps", "5", "--mutant",
+                      FAULTY])
+    assert code == 0 and other == 0
+    assert out.getvalue().count("nothing failed") == 2
+    # Hypothesis deletes a saved example that no longer fails where it is replayed: the
+    # sound host never saw the faulty host's, which is still there and still fails.
+    assert sorted(str(p.relative_to(db)) for p in db.rglob("*")) == saved
+    again = run_machine(lambda: _faulty_factory([]), max_examples=1, steps=STEPS,
+                        shrink=False, database=FuzzTarget(mutant=FAULTY).database(db, STEPS))
+    assert not again.passed and again.requirement_id == planted.requirement_id
+
+
+def test_targets_see_the_database_apart() -> None:
+    labels = {FuzzTarget().label(20), FuzzTarget(mutant=FAULTY).label(20),
+              FuzzTarget(mutant=FAULTY).label(30),
+              FuzzTarget(profile="no-fixture-errors").label(20),
+              FuzzTarget(base_url="http://h:1").label(20),
+              FuzzTarget(base_url="http://h:1", extended=False).label(20)}
+    assert len(labels) == 6
+    assert FuzzTarget().database(None, 20) is None
 
 
 def test_replay_needs_a_database_and_runs_once() -> None:
@@ -125,3 +148,28 @@ def test_a_campaign_reports_the_first_counterexample_and_how_to_replay_it(
     text = out.getvalue()
     assert "first counterexample: job" in text
     assert replay_command(target, str(db), STEPS) in text
+
+
+def test_the_hypofuzz_route_saves_where_the_replay_command_reads(tmp_path: Path) -> None:
+    """The README's module for HypoFuzz: the machine's TestCase under the target's database.
+    What it saves, `refsim fuzz --replay` finds (HypoFuzz runs the same test case)."""
+    import unittest
+
+    from hypothesis import HealthCheck, Phase, settings
+
+    from refsim.testing.stateful import machine_for
+    db = tmp_path / "db"
+    target = FuzzTarget(mutant=FAULTY)
+    case_class = machine_for(target.factory()).TestCase
+    case_class.settings = settings(database=target.database(db, STEPS),
+                                   stateful_step_count=STEPS, deadline=None, max_examples=200,
+                                   phases=[Phase.generate],
+                                   suppress_health_check=list(HealthCheck))
+    outcome = unittest.TestResult()
+    case_class("runTest").run(outcome)
+    assert outcome.failures or outcome.errors, "the test case found nothing to save"
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["fuzz", "--replay", "--database", str(db), "--steps", str(STEPS),
+                     "--mutant", FAULTY])
+    assert code == 1 and "COUNTEREXAMPLE for" in out.getvalue(), out.getvalue()

@@ -11,7 +11,7 @@ import multiprocessing
 import shlex
 import time
 import unittest
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
@@ -82,6 +82,51 @@ def example_database(database: ExampleDatabase | str | Path | None) -> ExampleDa
     return DirectoryBasedExampleDatabase(str(database))
 
 
+class LabelledDatabase(ExampleDatabase):
+    """An example database seen through a label: every key Hypothesis uses is prefixed
+    with it, so several machines share one database (one directory) without meeting.
+
+    Hypothesis keys a stateful test's entries by the machine class's source, which is the
+    same whatever host the machine drives. Sharing a database between targets would then
+    replay one host's counterexample against another, and Hypothesis deletes a saved
+    example that no longer fails: a counterexample found against a faulty host would be
+    gone after one run against a sound one."""
+
+    def __init__(self, inner: ExampleDatabase, label: str) -> None:
+        super().__init__()
+        self.inner = inner
+        self.label = label
+        self._prefix = label.encode("utf-8") + b"\x00"
+
+    def __repr__(self) -> str:
+        return f"LabelledDatabase({self.inner!r}, {self.label!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LabelledDatabase) and (self.inner, self.label) == (
+            other.inner, other.label)
+
+    def __hash__(self) -> int:
+        return hash((id(self.inner), self.label))
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        yield from self.inner.fetch(self._prefix + key)
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self.inner.save(self._prefix + key, value)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self.inner.delete(self._prefix + key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self.inner.move(self._prefix + src, self._prefix + dest, value)
+
+    def _start_listening(self) -> None:
+        pass  # nothing here watches for changes
+
+    def _stop_listening(self) -> None:
+        pass
+
+
 def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: int,
                 seed_value: int | None = None, extended: bool = True,
                 keys: dict[str, str] | None = None, shrink: bool = True,
@@ -89,8 +134,9 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
                 replay_only: bool = False, phases: Sequence[Phase] | None = None
                 ) -> FuzzResult:
     """Run the machine once. `shrink=False` reports a failure as found (no shrink phase);
-    `database` keeps failures there and replays them first (Hypothesis's key for the
-    machine derives from the machine class, the same in every process and run);
+    `database` keeps failures there and replays them first (Hypothesis keys them by the
+    machine class's source: the same in every process and run, and for every host, so give
+    each target its own `LabelledDatabase`, as `FuzzTarget.database` does);
     `replay_only` runs only what the database holds; `phases`, when given, overrides the
     phases `shrink` and `replay_only` choose."""
     machine = machine_for(factory, extended=extended, keys=keys)
@@ -307,6 +353,19 @@ class FuzzTarget:
         profile = profile_named(self.profile)
         return lambda: SimHost(seed=0, profile=profile)
 
+    def label(self, steps: int) -> str:
+        """What sets this target's entries in a shared database apart: the host, and the
+        step count (a replay with fewer steps might not fail, and Hypothesis would delete
+        the entry)."""
+        return shlex.join(["refsim", "fuzz", *self.options(), "--steps", str(steps)]
+                          + ([] if self.extended else ["(counter calls only)"]))
+
+    def database(self, path: str | Path | None, steps: int) -> LabelledDatabase | None:
+        """The example database at `path` as this target sees it (`label`)."""
+        if path is None:
+            return None
+        return LabelledDatabase(DirectoryBasedExampleDatabase(str(path)), self.label(steps))
+
     def options(self) -> list[str]:
         """The `refsim fuzz` options that name this target (keys are never printed)."""
         if self.base_url is not None:
@@ -393,7 +452,8 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
         seeds.append(seed_value)
         result = run_machine(factory, max_examples=max_examples, steps=steps,
                              seed_value=seed_value, extended=target.extended,
-                             keys=target.keys, database=database, shrink=shrink)
+                             keys=target.keys, database=target.database(database, steps),
+                             shrink=shrink)
         machine = result.machine
         examples += machine.examples_run
         steps_taken += machine.steps_taken
