@@ -701,7 +701,7 @@ class HostCore:
                 "workflowId": run.workflow_id}
 
     def _emit(self, run: RunRecord, type_: str, payload: dict[str, Any]) -> Event:
-        event = Event("ev-" + self.minter.opaque(24), run.run_id, type_, payload,
+        event = Event("ev-" + self.minter.opaque(24), run.bound, type_, payload,
                       self.clock.tick(), len(run.events))
         run.events.append(event)
         return event

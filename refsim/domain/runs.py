@@ -27,7 +27,10 @@ class Event(NamedTuple):
     to construct (each field through `object.__setattr__`)."""
 
     event_id: str
-    run_id: RunId
+    # The run's bound id, as a string: a tuple of nothing but strings, numbers and a payload
+    # of plain values is one the garbage collector stops tracking after one look, where an
+    # id object kept every event of every run on its lists.
+    run: str
     type: str
     payload: dict[str, Any]
     tick: int  # the logical clock's tick: the time is formatted when it is read
@@ -38,7 +41,7 @@ class Event(NamedTuple):
         return stamp(self.tick)
 
     def to_json(self) -> dict[str, Any]:
-        return {"eventId": self.event_id, "runId": self.run_id.bound, "type": self.type,
+        return {"eventId": self.event_id, "runId": self.run, "type": self.type,
                 "payload": self.payload, "timestamp": stamp(self.tick),
                 "sequence": self.sequence, "schemaVersion": SCHEMA_VERSION}
 
@@ -108,6 +111,10 @@ class RunRecord:
     eval: EvalRecord | None = None
     parent: RunId | None = None
     completed_at: str | None = None
+    bound: str = attrs.field(init=False)  # run_id.bound, made once: every event carries it
+
+    def __attrs_post_init__(self) -> None:
+        self.bound = self.run_id.bound
 
     @property
     def terminal(self) -> bool:
