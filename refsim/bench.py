@@ -14,6 +14,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -159,7 +160,7 @@ def best(times: int, measure: Callable[[], float]) -> float:
     return min(measure() for _ in range(times))
 
 
-def canonical_per_call(calls: int) -> float:
+def canonical_per_call(calls: int, times: int = 5) -> float:
     """Seconds per call of canonical JSON, by the standard library (sorted keys, compact),
     over the same arguments the workload passes: a yardstick refsim's own speed-ups do not
     move (refsim's `canonical` is faster)."""
@@ -174,7 +175,7 @@ def canonical_per_call(calls: int) -> float:
     if any(json.dumps(a, sort_keys=True, separators=(",", ":")) != canonical(a)
            for a in args[:100]):
         raise RuntimeError("the calibration no longer encodes what canonical() does")
-    return best(5, once)
+    return best(times, once)
 
 
 def derive_seconds(timed: Timed, calls: int) -> float:
@@ -283,10 +284,22 @@ def hollow_machine_seconds(max_examples: int, steps: int) -> float:
     return cpu() - start
 
 
-def process_seconds(argv: Sequence[str], *, timeout: float = 1800.0) -> float:
+def process_env(cache: str | Path) -> dict[str, str]:
+    """The environment whole-process figures run in: this one, with Python's bytecode
+    cache kept in `cache` (a folder of the bench's own, nothing written beside the source)
+    even where PYTHONDONTWRITEBYTECODE is set. A command is timed as it runs from its
+    second start on, as everywhere Python may cache what it compiled; where it may not,
+    every start compiles refsim's source again (about a tenth of a second here)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
+
+
+def process_seconds(argv: Sequence[str], *, timeout: float = 1800.0,
+                    env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
     done = subprocess.run([sys.executable, *argv], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, timeout=timeout, check=False)
+                          stderr=subprocess.PIPE, timeout=timeout, check=False, env=env)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"`python {' '.join(argv)}` exited {done.returncode}: "
@@ -309,13 +322,17 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
     figures: list[Figure] = []
     us = 1e6
 
-    say("canonical JSON of the workload's arguments")
-    canon = canonical_per_call(10_000)
-
-    # A 10k-call replay takes a tenth of a second: seven of them, so one undisturbed run
-    # among them is likely on a shared machine.
-    say("replaying a 10k-call source (best of 7)")
-    replay_10k = best(7, lambda: record_and_replay(10_000).replay) / 10_000
+    # A 10k-call replay takes a tenth of a second: fifteen of them, so one undisturbed run
+    # among them is likely on a shared machine; the calibration is taken between them, so
+    # both bests come from the same stretch of the machine's speed (a shared VM's speed
+    # here drifts by half within a minute).
+    say("replaying a 10k-call source, canonical JSON of its arguments between (best of 15)")
+    replays: list[float] = []
+    canons: list[float] = []
+    for _ in range(15):
+        replays.append(record_and_replay(10_000).replay / 10_000)
+        canons.append(canonical_per_call(10_000, times=1))
+    replay_10k, canon = min(replays), min(canons)
     figures.append(Figure("replay-10k", "replayed call, amortized over a 10k-call source",
                           replay_10k * us, "us", "canonical JSON of its args (json.dumps)",
                           canon * us, "us", 12.0, "us"))
@@ -351,11 +368,14 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
     del big
     gc.collect()
 
-    say("refsim's machine and a trivial one, 200 examples x 50 steps")
+    say("refsim's machine and a trivial one, 200 examples x 50 steps (best of 2 each)")
     from refsim.testing.stateful import settle_constants
     settle_constants()  # before either: both draw from the same pool of constants
-    trivial = trivial_machine_seconds(200, 50)
-    machine = refsim_machine_seconds(200, 50)
+    # Each twice, alternately: a stretch of slow machine then spoils one of each at most.
+    trivial = machine = float("inf")
+    for _ in range(2):
+        trivial = min(trivial, trivial_machine_seconds(200, 50))
+        machine = min(machine, refsim_machine_seconds(200, 50))
     figures.append(Figure("fuzz-200x50", "refsim fuzz --max-examples 200 --steps 50", machine,
                           "s", "a trivial Hypothesis machine, same size", trivial, "s",
                           4.0, "x"))
@@ -366,15 +386,24 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
                  f"{max(machine - hollow, 0.0):.3f} s of the {machine:.3f} s")
 
     say("python -c 'import refsim' and python -m refsim check, as processes")
-    imported = best(3, lambda: process_seconds(["-c", "import refsim"]))
-    check = best(3, lambda: process_seconds(["-m", "refsim", "check"]))
-    figures.append(Figure("check-process", "refsim check, whole process", check, "s",
-                          "python -c 'import refsim'", imported, "s", 0.6, "s", "wall"))
-    if not skip_slow:
-        say("python -m refsim mutants (minutes)")
-        mutants = process_seconds(["-m", "refsim", "mutants"])
-        figures.append(Figure("mutants-process", "refsim mutants, whole process", mutants, "s",
-                              "python -c 'import refsim'", imported, "s", 90.0, "s", "wall"))
+    with tempfile.TemporaryDirectory(prefix="refsim-bench-pycache-") as cache:
+        env = process_env(cache)
+        for argv in (["-c", "import refsim"], ["-m", "refsim", "check"]):
+            process_seconds(argv, env=env)  # compiles once, into the bench's own cache
+        imported = best(3, lambda: process_seconds(["-c", "import refsim"], env=env))
+        check = best(3, lambda: process_seconds(["-m", "refsim", "check"], env=env))
+        figures.append(Figure("check-process", "refsim check, whole process", check, "s",
+                              "python -c 'import refsim'", imported, "s", 0.6, "s", "wall"))
+        if not skip_slow:
+            say("python -m refsim mutants (minutes)")
+            mutants = process_seconds(["-m", "refsim", "mutants"], env=env)
+            figures.append(Figure("mutants-process", "refsim mutants, whole process", mutants,
+                                  "s", "python -c 'import refsim'", imported, "s", 90.0, "s",
+                                  "wall"))
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        notes.append("whole processes ran with their bytecode cached in a folder of the "
+                     "bench's own (PYTHONDONTWRITEBYTECODE is set here: without a cache every "
+                     "start compiles refsim's source again)")
     return figures
 
 

@@ -78,3 +78,13 @@ def test_bench_http_says_it_is_not_available_and_exits_2() -> None:
     with redirect_stderr(err):
         assert main(["bench", "http"]) == 2
     assert "not available" in err.getvalue()
+
+
+def test_whole_processes_cache_bytecode_in_the_benchs_own_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from refsim import bench
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = bench.process_env(tmp_path)
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"] == str(tmp_path)
+    bench.process_seconds(["-c", "import refsim.domain.clock"], env=env)
+    assert list(tmp_path.rglob("clock*.pyc")), "no bytecode kept in the bench's folder"
