@@ -80,6 +80,7 @@ def test_bench_http_says_it_is_not_available_and_exits_2() -> None:
     assert "not available" in err.getvalue()
 
 
+@pytest.mark.slow  # a process of its own
 def test_whole_processes_cache_bytecode_in_the_benchs_own_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from refsim import bench

@@ -99,6 +99,7 @@ def test_list_prints_every_requirement_without_running(capsys: pytest.CaptureFix
     assert "R10" in out and "eval-fixture-run-tenant-scoped" in out
 
 
+@pytest.mark.slow  # a second of machine runs
 def test_mutants_prints_the_machine_kill_shrunk_beside_its_unshrunk_count(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "m.json"

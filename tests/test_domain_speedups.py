@@ -10,6 +10,7 @@ import weakref
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,6 +38,7 @@ def _plain_canonical(value: Any) -> str:
                       ensure_ascii=False, allow_nan=False)
 
 
+@pytest.mark.slow  # hundreds of Hypothesis examples
 @settings(max_examples=300, deadline=None)
 @given(JSON)
 def test_canonical_equals_the_plain_walk_then_dump(value: Any) -> None:

@@ -58,6 +58,7 @@ def test_a_planted_counterexample_is_replayed_on_the_first_example(tmp_path: Pat
     assert len(made) <= 2, f"{len(made)} examples before the saved failure came back"
 
 
+@pytest.mark.slow  # a process of its own
 def test_the_replay_command_finds_it_in_another_process(tmp_path: Path) -> None:
     db = tmp_path / "db"
     planted = _plant(db)

@@ -60,6 +60,7 @@ def all_at_once(n: int, work: Callable[[int], None]) -> None:
         raise failures[0]
 
 
+@pytest.mark.slow  # threads against a served host for a second
 def test_concurrent_replays_and_refusals(served: Any) -> None:
     host, server = served
     client = HttpClient(server.url, timeout=30)

@@ -173,6 +173,7 @@ def test_no_odd_target_is_a_5xx(served: WireServer, target: str) -> None:
 # -- deadlines
 
 
+@pytest.mark.slow  # waits out a deadline
 def test_a_trickled_header_is_closed_at_the_deadline() -> None:
     with background(SimHost(seed=0), header_timeout=0.5) as server:
         sock = socket.create_connection(server.address, timeout=10)
@@ -199,12 +200,14 @@ def test_a_trickled_header_is_closed_at_the_deadline() -> None:
         assert HttpClient(server.url).request("GET", "/.well-known/openwop").status == 200
 
 
+@pytest.mark.slow  # waits out a deadline
 def test_a_silent_connection_is_closed_at_the_header_deadline() -> None:
     with background(SimHost(seed=0), header_timeout=0.5) as server:
         received, closed = exchange(server, b"", timeout=10)
         assert closed and received == b""
 
 
+@pytest.mark.slow  # waits out a deadline
 def test_an_idle_keep_alive_connection_closes() -> None:
     with background(SimHost(seed=0), keep_alive=1) as server:
         sock = socket.create_connection(server.address, timeout=10)
@@ -219,6 +222,7 @@ def test_an_idle_keep_alive_connection_closes() -> None:
             sock.close()
 
 
+@pytest.mark.slow  # waits out a deadline
 def test_a_body_that_does_not_arrive_in_time_is_400() -> None:
     with background_with(SimHost(seed=0), body_timeout=1.0) as server:
         received, closed = exchange(server, b"POST /runs HTTP/1.1\r\nHost: x\r\n"
@@ -362,6 +366,7 @@ def test_long_poll_waits_for_the_next_event(served: WireServer) -> None:
     assert page["isTerminal"] is True
 
 
+@pytest.mark.slow  # waits out a long poll
 def test_long_poll_returns_empty_when_nothing_happens(served: WireServer) -> None:
     client = HttpClient(served.url)
     run_id, last = _create_waiting(client)

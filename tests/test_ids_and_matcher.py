@@ -92,6 +92,7 @@ def test_projection_examples() -> None:
     assert project("é") == "~C3~A9"
 
 
+@pytest.mark.slow  # hundreds of Hypothesis examples
 @FAST
 @given(BOUND_IDS)
 def test_project_unproject_round_trip_over_bound_ids(value: str) -> None:
@@ -112,6 +113,7 @@ def test_project_unproject_round_trip_over_any_text(value: str) -> None:
     assert unproject(project(value)) == value
 
 
+@pytest.mark.slow  # hundreds of Hypothesis examples
 @FAST
 @given(BOUND_IDS)
 def test_percent_forms_are_accepted(value: str) -> None:

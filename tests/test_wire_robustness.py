@@ -106,6 +106,7 @@ def test_any_json_body_on_any_route_gets_an_envelope(body: Any, route: tuple[str
     ["workflowId", "inputs", "tenantId", "scopeId", "callbackUrl", "mode", "evalSuiteRef",
      "agentId", "evalModes", "baselineRunId", "fixtureRuns", "configurable", "tags",
      "metadata"]), JSON, max_size=6))
+@pytest.mark.slow  # hundreds of Hypothesis examples
 def test_any_values_under_create_run_keys_get_an_envelope(body: dict[str, Any]) -> None:
     host = ROUTES_WORLD.host
     runs = len(host.core.runs)
