@@ -65,6 +65,9 @@ def test_the_printed_program_is_valid_python_that_reproduces_on_the_faulty_host(
     broken = mutant("serves-miss-live")
     result = against("serves-miss-live")
     assert not result.passed
+    assert result.program and all("\n" not in line for line in result.program), (
+        "a step printed over several lines (Hypothesis wraps long scripts)")
+    assert any("script=[{" in line for line in result.program)  # a wrapped one is in it
     machine = machine_for(lambda: SimHost(seed=0, components=broken.components()))
     program = "\n".join(line for line in result.program if "teardown" not in line)
     namespace = {"RecordedFixturesMachine": machine}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import multiprocessing
+import re
 import shlex
 import time
 import unittest
@@ -156,7 +157,9 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
         return FuzzResult(True, None, "", (), (), machine)
     except RequirementViolated as exc:
         notes = tuple(getattr(exc, "__notes__", ()))
-        program = tuple(line for line in notes if _is_program(line))
+        # A step Hypothesis's printer wrapped (a long script) is one line again: it breaks
+        # only inside brackets, so the joined line is the same Python.
+        program = tuple(re.sub(r"\n\s*", " ", line) for line in notes if _is_program(line))
         narrative = tuple(line for line in notes if not _is_program(line)
                           and not line.startswith(("Falsifying", "Failing", "Explanation",
                                                    "    ")))
@@ -537,4 +540,5 @@ def print_reproduction(out: TextIO, *, target: FuzzTarget, database: str | None,
               "from there", file=out)
     if seed_value is not None:
         print(f"  - --seed {seed_value} repeats the search only on this same code (refsim, "
-              "Hypothesis and what they import)", file=out)
+              "Hypothesis and what they import), with no other modules of your own "
+              "imported (Hypothesis draws some values from their constants)", file=out)
