@@ -6,6 +6,7 @@ messages quote the instance, and a refusal must never echo what the caller sent.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 import json
@@ -85,13 +86,20 @@ _BOUNDED = ("uniqueItems", "items", "prefixItems", "contains", "additionalProper
 # jsonschema makes a new validator object for every subschema it descends into.
 _ACCEPTED: set[tuple[int, str]] = set()
 _ACCEPTED_MAX = 16_384
-_ACCEPTED_TEXT_MAX = 4_096  # longer instances are validated afresh (the key costs more)
+_ACCEPTED_TEXT_MAX = 4_096  # longer parts are validated afresh (the key costs more)
+# Whether the document under validation may use and feed `_ACCEPTED`: set by `issues` and
+# `valid_script` for a document that is plain JSON and small enough for its canonical form
+# to be worth keeping (see `_rememberable`); off for any other caller.
+_REMEMBER: contextvars.ContextVar[bool] = contextvars.ContextVar("refsim_schema_memo",
+                                                                  default=False)
 
 
 def _remembered_ref(validator: Any, ref: str, instance: Any, schema: Any) -> Iterator[Any]:
-    text = canonical_or_none(instance)
-    key = (id(schema), text) if text is not None and len(text) <= _ACCEPTED_TEXT_MAX \
-        else None
+    key = None
+    if _REMEMBER.get():
+        text = canonical_or_none(instance)
+        if text is not None and len(text) <= _ACCEPTED_TEXT_MAX:
+            key = (id(schema), text)
     if key is not None and key in _ACCEPTED:
         return
     failed = False
@@ -104,6 +112,17 @@ def _remembered_ref(validator: Any, ref: str, instance: Any, schema: Any) -> Ite
         if len(_ACCEPTED) >= _ACCEPTED_MAX:
             _ACCEPTED.clear()
         _ACCEPTED.add(key)
+
+
+def _rememberable(instance: Any, text: str | None) -> bool:
+    """A document whose canonical form `text` stands for it alone: plain JSON (a tuple,
+    which jsonschema takes for no array, writes as the list it is not) and small."""
+    if text is None or len(text) > _ISSUES_KEY_MAX:
+        return False
+    try:
+        return bool(json.loads(text) == instance)
+    except RecursionError:
+        return False
 
 
 _Validator = validators.extend(  # type: ignore[no-untyped-call]
@@ -141,13 +160,17 @@ def issues(ref: str, instance: Any, max_issues: int | None = None) -> list[Schem
     Remembered by canonical form (bounded): the schemas are fixed for the process, and a
     machine run sends the same suites and bodies again and again."""
     text = canonical_or_none(instance)
-    key = (ref, text, max_issues) if text is not None and len(text) <= _ISSUES_KEY_MAX \
-        else None
+    remember = _rememberable(instance, text)
+    key = (ref, text, max_issues) if remember and text is not None else None
     if key is not None and key in _ISSUES:
         return list(_ISSUES[key])
-    found = {SchemaIssue(_pointer(e.absolute_path), str(e.validator))
-             for e in itertools.islice(_leaves(validator(ref).iter_errors(instance)),
-                                       max_issues)}
+    token = _REMEMBER.set(remember)
+    try:
+        found = {SchemaIssue(_pointer(e.absolute_path), str(e.validator))
+                 for e in itertools.islice(_leaves(validator(ref).iter_errors(instance)),
+                                           max_issues)}
+    finally:
+        _REMEMBER.reset(token)
     result = sorted(found, key=lambda i: (i.pointer, i.keyword))
     if key is not None:
         if len(_ISSUES) >= _ISSUES_MAX:
@@ -169,11 +192,15 @@ def valid_script(script: Any) -> bool:
     the schema is fixed for the process, a validation costs milliseconds and a canonical
     form microseconds, and fuzzing sends the same few scripts again and again."""
     key = canonical_or_none(script)
-    if key is None:
+    if key is None or not _rememberable(script, key):
         return is_valid("script.schema.json", script)
     verdict = _SCRIPT_VERDICTS.get(key)
     if verdict is None:
-        verdict = is_valid("script.schema.json", script)
+        token = _REMEMBER.set(True)
+        try:
+            verdict = is_valid("script.schema.json", script)
+        finally:
+            _REMEMBER.reset(token)
         if len(_SCRIPT_VERDICTS) >= _SCRIPT_VERDICTS_MAX:
             _SCRIPT_VERDICTS.clear()
         _SCRIPT_VERDICTS[key] = verdict

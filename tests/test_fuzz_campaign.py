@@ -8,6 +8,7 @@ import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,3 +175,24 @@ def test_the_hypofuzz_route_saves_where_the_replay_command_reads(tmp_path: Path)
         code = main(["fuzz", "--replay", "--database", str(db), "--steps", str(STEPS),
                      "--mutant", FAULTY])
     assert code == 1 and "COUNTEREXAMPLE for" in out.getvalue(), out.getvalue()
+
+
+def test_a_labelled_database_passes_on_only_its_own_changes(tmp_path: Path) -> None:
+    from hypothesis.database import InMemoryExampleDatabase
+
+    from refsim.testing.fuzz import LabelledDatabase
+    inner = InMemoryExampleDatabase()
+    mine, other = LabelledDatabase(inner, "mine"), LabelledDatabase(inner, "other")
+    seen: list[Any] = []
+    mine.add_listener(seen.append)
+    other.save(b"k", b"theirs")
+    mine.save(b"k", b"v")
+    mine.delete(b"k", b"v")
+    assert seen == [("save", (b"k", b"v")), ("delete", (b"k", b"v"))]
+    mine.remove_listener(seen.append)
+    mine.save(b"k", b"w")
+    assert len(seen) == 2
+    assert list(mine.fetch(b"k")) == [b"w"] and list(other.fetch(b"k")) == [b"theirs"]
+    # The same directory under the same label is the same database, equal and hashed alike.
+    a, b = FuzzTarget().database(tmp_path, 20), FuzzTarget().database(tmp_path, 20)
+    assert a == b and len({a, b}) == 1

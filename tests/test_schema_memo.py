@@ -3,13 +3,15 @@ never change a verdict or an error report."""
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
 
-from refsim import schemas
+from refsim import paths, schemas
 
 # The same validator as refsim's, without the remembered acceptances: what every report
 # must equal.
@@ -85,3 +87,60 @@ def test_only_acceptances_are_remembered_and_they_are_bounded(monkeypatch: Any) 
     for i in range(120):
         schemas.issues("ids.schema.json#/$defs/agentId", f"agent-{i}")
         assert len(schemas._ACCEPTED) <= 50
+
+
+def test_a_tuple_is_never_taken_for_the_list_it_writes_as() -> None:
+    """A tuple's canonical form is a list's, but jsonschema takes no tuple for an array:
+    only plain JSON documents are remembered, or looked up."""
+    script = [{"decide": "ok"}]
+    assert schemas.issues("script.schema.json", script) == []
+    as_tuple = ({"decide": "ok"},)
+    assert _issues("script.schema.json", as_tuple) == _plain_issues("script.schema.json",
+                                                                     as_tuple) != []
+    assert schemas.valid_script(script) and not schemas.valid_script(as_tuple)
+
+
+def _suite_docs() -> list[Any]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in
+            sorted(paths.FIXTURES.glob("*.json"))]
+
+
+def _paths(doc: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [at]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*at, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, (*at, i))
+    return out
+
+
+def _mutated(doc: Any, path: tuple[Any, ...], value: Any, drop: bool) -> Any:
+    doc = copy.deepcopy(doc)
+    if not path:
+        return value
+    parent = doc
+    for part in path[:-1]:
+        parent = parent[part]
+    if drop and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return doc
+
+
+@settings(max_examples=100)
+@given(st.data())
+def test_suite_reports_equal_the_plain_validators_on_near_misses(data: st.DataObject) -> None:
+    """The suite schemas use `unevaluatedProperties`, `if`/`then` and `oneOf` around their
+    `$ref`s: a remembered part must not change a report there either."""
+    docs = _suite_docs()
+    for _ in range(3):  # documents in a row: the later meet parts the earlier left accepted
+        doc = data.draw(st.sampled_from(docs))
+        path = data.draw(st.sampled_from(_paths(doc)))
+        value: Any = data.draw(st.sampled_from([None, 1, 1.5, "x", "", [], {}, [{}], {"a": 1}]))
+        near = _mutated(doc, path, value, data.draw(st.booleans()))
+        for ref, instance in (("eval-suite.schema.json", near),
+                              ("suite-seam.schema.json", {"suite": near})):
+            assert _issues(ref, instance) == _plain_issues(ref, instance)

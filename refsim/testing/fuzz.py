@@ -107,7 +107,8 @@ class LabelledDatabase(ExampleDatabase):
             other.inner, other.label)
 
     def __hash__(self) -> int:
-        return hash((id(self.inner), self.label))
+        return hash((type(self.inner), getattr(self.inner, "path", id(self.inner)),
+                     self.label))
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         yield from self.inner.fetch(self._prefix + key)
@@ -121,11 +122,19 @@ class LabelledDatabase(ExampleDatabase):
     def move(self, src: bytes, dest: bytes, value: bytes) -> None:
         self.inner.move(self._prefix + src, self._prefix + dest, value)
 
+    # Change listeners (HypoFuzz's dashboard watches its database): the inner database's
+    # changes under this label, with the label taken off.
+
     def _start_listening(self) -> None:
-        pass  # nothing here watches for changes
+        self.inner.add_listener(self._inner_changed)
 
     def _stop_listening(self) -> None:
-        pass
+        self.inner.remove_listener(self._inner_changed)
+
+    def _inner_changed(self, event: Any) -> None:
+        kind, (key, value) = event
+        if isinstance(key, bytes) and key.startswith(self._prefix):
+            self._broadcast_change((kind, (key[len(self._prefix):], value)))
 
 
 def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: int,
