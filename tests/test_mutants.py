@@ -14,11 +14,27 @@ from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 
 from refsim.check import falsify
-from refsim.check.mutants import Side, judge_mutant, kill_matrix, print_matrix, write_json
+from refsim.check.mutants import (
+    Side,
+    _short,
+    judge_mutant,
+    kill_matrix,
+    print_matrix,
+    write_json,
+)
 from refsim.check.zoo import ZOO, Mutant, mutant
 from refsim.testing.fuzz import INVARIANT_CALLS, FuzzResult, Shrunk, shrink_for_display
 
-from .machine_runs import SEEDS, STEPS, against, checker_rows, factory, killed, saved
+from .machine_runs import (
+    STEPS,
+    against,
+    checker_rows,
+    factory,
+    killed,
+    long_matrix_kill,
+    saved,
+    seed,
+)
 
 
 def test_the_zoo_has_at_least_twenty_six_documented_faulty_hosts() -> None:
@@ -73,7 +89,7 @@ def test_the_machine_alone_kills_the_critical_faulty_hosts(name: str, requiremen
     for name, requirement in CRITICAL_KILLS])
 def test_a_machine_kill_shrinks_to_a_short_program(name: str, requirement: str) -> None:
     unshrunk = killed(name)  # the counterexample the shrinker starts from
-    assert unshrunk.steps > 8, f"{name}: pick a seed with a longer first counterexample"
+    assert unshrunk.steps > 8
     result = against(name)
     assert not result.passed, f"the machine found nothing wrong with {name}"
     assert result.requirement_id == requirement
@@ -111,15 +127,15 @@ LONG_KILL = "accepts-foreign-source"
 
 def shrunk_for_display(budget: float, found: FuzzResult | None = None,
                        database: InMemoryExampleDatabase | None = None) -> Shrunk:
-    kill, kept = saved(LONG_KILL)
+    kill, kept, _ = saved(LONG_KILL)
     return shrink_for_display(factory(LONG_KILL), found or kill,
                               kept if database is None else database, budget=budget,
-                              steps=STEPS, seed_value=SEEDS[LONG_KILL])
+                              steps=STEPS, seed_value=seed(LONG_KILL))
 
 
 def test_the_unshrunk_run_saves_its_counterexample_for_the_shrink() -> None:
-    found, database = saved(LONG_KILL)
-    assert not found.passed and found.steps > 8, "pick a seed with a longer counterexample"
+    found, database, _ = saved(LONG_KILL)
+    assert not found.passed and found.steps > 8
     assert sum(len(values) for values in database.data.values()) == 1
 
 
@@ -200,8 +216,7 @@ def test_a_focused_machine_rejects_what_breaks_another_requirement() -> None:
 
 
 def test_the_shrink_budget_leaves_the_kill_as_found() -> None:
-    # A host whose first kill at the matrix's budget is long (12 steps, seed 0).
-    faulty = mutant("no-per-trial-reset")
+    faulty = mutant(long_matrix_kill())  # its kill at the matrix's budget is long
     plain = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0)
     shrunk = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0.001)
     assert plain.machine is not None and shrunk.machine is not None
@@ -215,7 +230,7 @@ def test_the_shrink_budget_leaves_the_kill_as_found() -> None:
     out = io.StringIO()
     print_matrix([plain, shrunk], out)
     lines = [line for line in out.getvalue().splitlines() if "machine:" in line]
-    steps = before["steps"]
-    assert lines == [f"    machine: 0252.fail-closed-miss in {steps} step(s)",
-                     f"    machine: 0252.fail-closed-miss in {steps} step(s) (shrunk from "
+    steps, short = before["steps"], _short(before["requirementId"])
+    assert lines == [f"    machine: {short} in {steps} step(s)",
+                     f"    machine: {short} in {steps} step(s) (shrunk from "
                      f"{steps} in {after['shrinkSeconds']:.1f} s, budget of 0.001 s ran out)"]
