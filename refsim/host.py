@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from refsim.domain.agents import Agent
+from refsim.domain.canonical import encoder
 from refsim.domain.core import Components, HostCore
 from refsim.domain.owners import Tenant
 from refsim.domain.profile import HostProfile
@@ -16,6 +17,9 @@ from refsim.suite_docs import load_builtin
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
 from refsim.wire.router import Router
+
+# What `json.dumps(body, allow_nan=False)` writes, with the encoder built once.
+_REQUEST_BODY = encoder(allow_nan=False)
 
 # (host, method, target, headers, body, answer) -> the answer a faulty host gives instead.
 Edge = Callable[["SimHost", str, str, dict[str, str], "bytes | None", Response], Response]
@@ -61,7 +65,7 @@ class SimHost:
         body: bytes | None = None
         if json is not NO_BODY:
             try:
-                body = _json.dumps(json, allow_nan=False).encode("utf-8")
+                body = _REQUEST_BODY(json).encode("utf-8")
             except (TypeError, ValueError, RecursionError):
                 # Not JSON at all (NaN, a set, a cycle, too deep): send bytes no JSON
                 # parser accepts, as a client that failed to encode would have.

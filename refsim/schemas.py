@@ -152,15 +152,18 @@ _ISSUES_MAX = 4096
 _ISSUES_KEY_MAX = 16_384
 
 
-def issues(ref: str, instance: Any, max_issues: int | None = None) -> list[SchemaIssue]:
+def issues(ref: str, instance: Any, max_issues: int | None = None, *,
+           parsed: bool = False) -> list[SchemaIssue]:
     """Every schema failure of `instance` against `ref` (the first `max_issues` found,
     when given, so a body with many faults costs no more than a few), sorted, as pointer +
     keyword.
 
     Remembered by canonical form (bounded): the schemas are fixed for the process, and a
-    machine run sends the same suites and bodies again and again."""
+    machine run sends the same suites and bodies again and again. `parsed` says the
+    instance came from a JSON parser (plain JSON: no check needed that it is)."""
     text = canonical_or_none(instance)
-    remember = _rememberable(instance, text)
+    remember = (text is not None and len(text) <= _ISSUES_KEY_MAX) if parsed \
+        else _rememberable(instance, text)
     key = (ref, text, max_issues) if remember and text is not None else None
     if key is not None and key in _ISSUES:
         return list(_ISSUES[key])
@@ -187,12 +190,13 @@ _SCRIPT_VERDICTS: dict[str, bool] = {}
 _SCRIPT_VERDICTS_MAX = 4096
 
 
-def valid_script(script: Any) -> bool:
+def valid_script(script: Any, *, parsed: bool = False) -> bool:
     """Whether `script` validates against script.schema.json, remembered by canonical form:
     the schema is fixed for the process, a validation costs milliseconds and a canonical
     form microseconds, and fuzzing sends the same few scripts again and again."""
     key = canonical_or_none(script)
-    if key is None or not _rememberable(script, key):
+    if key is None or not (len(key) <= _ISSUES_KEY_MAX if parsed
+                           else _rememberable(script, key)):
         return is_valid("script.schema.json", script)
     verdict = _SCRIPT_VERDICTS.get(key)
     if verdict is None:

@@ -313,3 +313,44 @@ def test_select_does_not_scan_the_entry_list(monkeypatch: pytest.MonkeyPatch) ->
     assert CountingTuple.scans == 0
     assert CountingTuple.reads <= len(probes)  # at most the one entry served
     assert m.lookups == len(probes)
+
+
+def _unproject_by_characters(segment: str) -> str:
+    """The first `unproject`: one character at a time (the oracle for the faster one)."""
+    hexdigits = frozenset("0123456789abcdefABCDEF")
+    out = bytearray()
+    i, n = 0, len(segment)
+    while i < n:
+        ch = segment[i]
+        if ch in "~%":
+            hexpart = segment[i + 1:i + 3]
+            if len(hexpart) != 2 or not set(hexpart) <= hexdigits:
+                raise ProjectionError(
+                    f"escape {ch!r} at offset {i} is not followed by two hex digits")
+            out.append(int(hexpart, 16))
+            i += 3
+        else:
+            try:
+                out += ch.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ProjectionError("the segment holds a lone surrogate") from exc
+            i += 1
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProjectionError("escaped bytes are not UTF-8") from exc
+
+
+def _outcome(f: Any, segment: str) -> tuple[str, str]:
+    try:
+        return "ok", f(segment)
+    except ProjectionError as exc:
+        return "error", str(exc)
+
+
+@settings(max_examples=500)
+@given(st.lists(st.one_of(st.sampled_from(["~", "%", "~2F", "%2f", "~7E", "%E2%82%AC", "~C3",
+                                           "~41", "~4", "%G1", "\ud800", "é", "/"]),
+                          st.text(max_size=4)), max_size=8).map("".join))
+def test_unproject_agrees_with_reading_one_character_at_a_time(segment: str) -> None:
+    assert _outcome(unproject, segment) == _outcome(_unproject_by_characters, segment)

@@ -12,44 +12,49 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                            allow_nan=False)
-
 
 def _refuse(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _c_encoder() -> Callable[[Any], str] | None:
-    """The C encoder built once, not once per call as `JSONEncoder.encode` does (half the
-    cost of a small dict). It keeps no circular-reference markers (a cycle ends in
-    RecursionError, which `canonical` reports as ValueError). None when this Python's
-    encoder does not take the arguments it is probed with."""
+def encoder(*, sort_keys: bool = False, compact: bool = False, ensure_ascii: bool = True,
+            allow_nan: bool = True) -> Callable[[Any], str]:
+    """`json.dumps` with these options, as a function built once.
+
+    `json.dumps` with any option builds a `JSONEncoder` and then its C encoder on every call:
+    half the cost of encoding a small document. This builds the C encoder once. It keeps no
+    circular-reference markers (a cycle ends in RecursionError, where `json.dumps` raises
+    ValueError); anything else is as `json.dumps` gives it, which a probe checks here. Falls
+    back to the documented encoder when this Python's C encoder takes other arguments."""
+    separators = (",", ":") if compact else (", ", ": ")
+    documented = json.JSONEncoder(sort_keys=sort_keys, separators=separators,
+                                  ensure_ascii=ensure_ascii, allow_nan=allow_nan).encode
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
-        return None
+        return documented
     try:
-        encode = make(None, _refuse, json.encoder.encode_basestring, None, ":", ",",
-                      True, False, False)
+        strings = (json.encoder.encode_basestring_ascii if ensure_ascii
+                   else json.encoder.encode_basestring)
+        encode = make(None, _refuse, strings, None, separators[1], separators[0],
+                      sort_keys, False, allow_nan)
 
         def run(value: Any) -> str:
             return "".join(encode(value, 0))
 
-        probe = {"b": [1, 2.5, "é\n", None, True], "a": {"y": -0.0, "x": 10**20}}
-        if run(probe) != _ENCODER.encode(probe) or run("s") != '"s"':
-            return None
+        probe = {"b": [1, 2.5, "é\n", None, True, (3,)], "a": {"y": -0.0, "x": 10**20}}
+        if run(probe) != documented(probe) or run("s") != '"s"':
+            return documented
         try:
-            run(float("nan"))
+            nan = run(float("nan"))
         except ValueError:
-            return run
-        return None
+            return documented if allow_nan else run
+        return run if allow_nan and nan == "NaN" else documented
     except Exception:  # a different signature: fall back to the documented encoder
-        return None
+        return documented
 
 
-_ENCODE: Callable[[Any], str] = _c_encoder() or _ENCODER.encode
-
-
+_ENCODE: Callable[[Any], str] = encoder(sort_keys=True, compact=True, ensure_ascii=False,
+                                        allow_nan=False)
 _INTEGRAL_HINT = re.compile(r"[0-9]\.0(?=[,\]}]|$)")
 
 

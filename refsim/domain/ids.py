@@ -68,34 +68,47 @@ class ProjectionError(ValueError):
     """A path segment with a `~` or `%` not followed by two hex digits."""
 
 
+_ESCAPE_RE = re.compile(r"[~%]([0-9A-Fa-f]{2})")
+
+
 def unproject(segment: str) -> str:
     """Decode a projected (`~2F`) or percent-encoded (`%2F`) segment to its bound form.
 
     Raises ProjectionError on a dangling escape; the router turns that into a
     400. Bytes that do not form UTF-8 also raise ProjectionError.
     """
-    out = bytearray()
-    i = 0
-    n = len(segment)
-    while i < n:
-        ch = segment[i]
-        if ch in "~%":
-            hexpart = segment[i + 1 : i + 3]
-            if len(hexpart) != 2 or not set(hexpart) <= _HEX:
-                raise ProjectionError(
-                    f"escape {ch!r} at offset {i} is not followed by two hex digits")
-            out.append(int(hexpart, 16))
-            i += 3
-        else:
-            try:
-                out += ch.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise ProjectionError("the segment holds a lone surrogate") from exc
-            i += 1
+    try:
+        if "~" not in segment and "%" not in segment:
+            segment.encode("utf-8")  # a lone surrogate cannot be decoded to
+            return segment
+        out = bytearray()
+        at = 0
+        for match in _ESCAPE_RE.finditer(segment):
+            _plain(segment, at, match.start(), out)
+            out.append(int(match.group(1), 16))
+            at = match.end()
+        _plain(segment, at, len(segment), out)
+    except UnicodeEncodeError as exc:
+        raise ProjectionError("the segment holds a lone surrogate") from exc
     try:
         return out.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProjectionError("escaped bytes are not UTF-8") from exc
+
+
+def _plain(segment: str, start: int, end: int, out: bytearray) -> None:
+    """Append segment[start:end], which holds no well-formed escape, as UTF-8; a `~` or `%`
+    there is one not followed by two hex digits. Errors come in the order a left-to-right
+    reading meets them."""
+    part = segment[start:end]
+    found = [i for i in (part.find("~"), part.find("%")) if i >= 0]
+    if not found:
+        out += part.encode("utf-8")
+        return
+    first = min(found)
+    out += part[:first].encode("utf-8")
+    raise ProjectionError(f"escape {part[first]!r} at offset {start + first} is not followed "
+                          "by two hex digits")
 
 
 def parse_segment(segment: str, default_tenant: str | None = None) -> RunId | None:

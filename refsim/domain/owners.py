@@ -51,11 +51,17 @@ class Tenant:
     name: str
     api_key: str
     workspace: str | None = None
+    # The caller's triple, made once: every request authenticates (a frozen value, shared).
+    _owner: Owner = attrs.field(init=False, eq=False, repr=False)
 
-    def owner(self) -> Owner:
+    def __attrs_post_init__(self) -> None:
         subject = Subject(issuer="urn:refsim:api-key", subject_id=f"key-{self.name}",
                           tenant=self.name)
-        return Owner(tenant=self.name, subject=subject, workspace=self.workspace)
+        object.__setattr__(self, "_owner", Owner(tenant=self.name, subject=subject,
+                                                 workspace=self.workspace))
+
+    def owner(self) -> Owner:
+        return self._owner
 
 
 DEFAULT_TENANTS: tuple[Tenant, ...] = (

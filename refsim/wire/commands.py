@@ -25,7 +25,8 @@ def create_command(body: dict[str, Any]) -> CreateRun:
     script = inputs.get("script", [])
     return CreateWorkflow(workflow_id=body["workflowId"], agent_id=inputs.get("agentId"),
                           script=tuple(script) if isinstance(script, list) else (),
-                          script_valid=valid_script(script), fixture_runs=fixture_runs,
+                          script_valid=valid_script(script, parsed=True),
+                          fixture_runs=fixture_runs,
                           has_eval_options="evalModes" in body or "baselineRunId" in body,
                           options=options)
 

@@ -7,10 +7,14 @@ from typing import Any
 
 import attrs
 
+from refsim.domain.canonical import encoder
+
+_COMPACT = encoder(compact=True, ensure_ascii=False)
+
 
 def encode(value: Any) -> bytes:
     """A JSON document's bytes on the wire: compact, UTF-8."""
-    return _json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _COMPACT(value).encode("utf-8")
 
 
 @attrs.frozen

@@ -17,7 +17,7 @@ import attrs
 
 from refsim import schemas
 from refsim._version import __version__
-from refsim.domain.canonical import canonical, sha256_hex
+from refsim.domain.canonical import canonical, encoder, sha256_hex
 from refsim.domain.core import WORKFLOWS, HostCore
 from refsim.domain.ids import (
     TENANT_RE,
@@ -100,6 +100,13 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         raise ValueError("an object names a member twice, which I-JSON forbids")
     return out
 
+
+# Built once: `json.loads` and `json.dumps` with options build a decoder or an encoder on
+# every call, a good part of the cost of a small document.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float,
+                            object_pairs_hook=_unique_members)
+_COMPACT = encoder(compact=True, ensure_ascii=False)
+_COMPACT_ASCII = encoder(compact=True)
 
 _JSON_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _INNERMOST_RE = re.compile(rb"\[\]|\{\}")
@@ -184,7 +191,7 @@ def suite_cap_refusal(suite: Any) -> Refusal | None:
             return validation(f"a task's script has at most {limits.MAX_TASK_STEPS} steps, "
                               "delegates included", field=f"suite.tasks[{index}].input.script")
         calls += task_calls * trials
-        size += len(json.dumps([task_input, task.get("fixtures")], separators=(",", ":")))
+        size += len(_COMPACT_ASCII([task_input, task.get("fixtures")]))
     if calls > limits.MAX_RUN_CALLS:
         return validation(f"a run of this suite would make {calls} tool calls (tasks x trials "
                           f"x calls); the limit is {limits.MAX_RUN_CALLS}", field="suite.tasks")
@@ -204,7 +211,7 @@ def _page(run: RunRecord, after: int, limit: int) -> tuple[list[dict[str, Any]],
     budget = limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
     for event in (e for e in run.events if e.sequence > after):
         doc = event.to_json()
-        size = len(json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()) + 1
+        size = len(_COMPACT(doc).encode()) + 1
         if len(events) >= limit or (events and size > budget):
             return events, True
         budget -= size
@@ -370,8 +377,10 @@ class Router:
         if not request.body:
             return validation("a JSON object body is required")
         try:
-            doc = json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant,
-                             parse_float=_finite_float, object_pairs_hook=_unique_members)
+            text = request.body.decode("utf-8")
+            if text.startswith("\ufeff"):  # as json.loads refuses it
+                raise ValueError("a byte order mark before JSON")
+            doc = _DECODER.decode(text)
         except (UnicodeDecodeError, ValueError, RecursionError):
             return validation("the request body is not I-JSON: UTF-8 JSON with finite numbers "
                               "and unique member names")
@@ -414,7 +423,7 @@ class Router:
     @staticmethod
     def _schema_refusal(ref: str, doc: Any, skip: Callable[[str], bool] | None = None
                         ) -> Refusal | None:
-        found = [i for i in schemas.issues(ref, doc, MAX_SCHEMA_ISSUES)
+        found = [i for i in schemas.issues(ref, doc, MAX_SCHEMA_ISSUES, parsed=True)
                  if skip is None or not skip(i.pointer)]
         if not found:
             return None
@@ -568,7 +577,7 @@ class Router:
         chunks = []
         for event in run.events:
             if event.sequence > after:
-                data = json.dumps(event.to_json(), separators=(",", ":"), ensure_ascii=False)
+                data = _COMPACT(event.to_json())
                 chunks.append(f"id: {event.event_id}\nevent: {event.type}\ndata: {data}\n\n")
         return Response(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                               "OpenWOP-Version": PROTOCOL_VERSION}, None, "".join(chunks))
@@ -682,7 +691,7 @@ class Router:
         for index, task in enumerate(body["suite"]["tasks"]):
             task_input = task["input"]
             if isinstance(task_input, dict) and "script" in task_input and \
-                    not schemas.valid_script(task_input["script"]):
+                    not schemas.valid_script(task_input["script"], parsed=True):
                 return refusal_response(validation(
                     "a task's input.script is not a valid agent script",
                     field=f"suite.tasks[{index}].input.script"))
