@@ -68,9 +68,12 @@ def _bounded(keyword: str) -> Any:
     stock = Draft202012Validator.VALIDATORS[keyword]
 
     def bounded(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        # The stock keyword's own iterator, not one wrapped in another generator: this
+        # runs for every object and array a document holds.
         if _too_long(instance, schema):
-            return
-        yield from stock(validator, value, instance, schema)
+            return iter(())
+        errors: Iterator[Any] = stock(validator, value, instance, schema) or iter(())
+        return errors
 
     return bounded
 
