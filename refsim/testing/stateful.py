@@ -44,6 +44,7 @@ from refsim.domain.canonical import canonical
 from refsim.domain.ids import RunId, parse_bound
 from refsim.domain.tools import COUNTER, FLAKY, VAULT, vault_credential
 from refsim.host import SimHost
+from refsim.suite_docs import parse_suite
 from refsim.testing.model import Entry, Model, ModelRun
 from refsim.wire.client import HostClient
 from refsim.wire.errors import is_registered
@@ -296,10 +297,20 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if (tenant, suite_id) not in self.registered:
             doc = {"suiteId": suite_id, "version": "1.0.0", "modes": ["golden"], "trials": trials,
                    "tasks": [task]}
-            r = self.client.request("POST", "/conformance/seams/eval-suites",
-                                    api_key=self.keys[tenant], json={"suite": doc})
-            expect(r.status == 201, req_id("0252.usable-source-accepted"),
-                   f"the suite seam refused a suite: {r.status} {r.json}")
+            owner = self.sim.core.caller(self.keys[tenant]) if self._same_names and \
+                self.sim is not None else None
+            if self.sim is not None and owner is not None:
+                # In process the suite is registered where the seam registers it, as the
+                # counters are read where the seam reads them: the seam's own checks are
+                # not what the machine judges, and they were a fifth of a step's cost.
+                registered = self.sim.core.suites.register(owner.tenant, parse_suite(doc))
+                expect(registered, req_id("0252.usable-source-accepted"),
+                       f"the host refused suite {suite_id}")
+            else:
+                r = self.client.request("POST", "/conformance/seams/eval-suites",
+                                        api_key=self.keys[tenant], json={"suite": doc})
+                expect(r.status == 201, req_id("0252.usable-source-accepted"),
+                       f"the suite seam refused a suite: {r.status} {r.json}")
             self.registered.add((tenant, suite_id))
         return suite_id
 
