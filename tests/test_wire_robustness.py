@@ -676,3 +676,18 @@ def test_regression_bodies_must_be_i_json(raw: bytes) -> None:
     assert r.status == 400 and r.json["error"] == "validation_error"
     assert "I-JSON" in r.json["message"]
     assert not host.core.runs
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="/abcAZ09._~%:@!$&'()*+,;=-?#[] \t\n\x00é", max_size=20)
+       .map(lambda s: "/" + s))
+def test_a_target_read_as_a_plain_path_is_what_urlsplit_makes_of_it(target: str) -> None:
+    """The router skips urlsplit for a plain path: only where urlsplit would give the path
+    back unchanged, with no query, fragment or authority."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from refsim.wire.router import _PLAIN_PATH
+    if _PLAIN_PATH.fullmatch(target):
+        parts = urlsplit(target)
+        assert (parts.path, parts.netloc, parse_qs(parts.query), parts.fragment) == (
+            target, "", {}, "")

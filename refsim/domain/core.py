@@ -245,16 +245,18 @@ class _Port:
 
 
 def _redacted(event: Event) -> Event:
-    """An event without tool content: inputs become their hash, outcomes and errors go."""
+    """An event without tool content: inputs become their hash, outcomes and errors go.
+    One already without it is returned as it is (a run is erased again and again)."""
     payload = event.payload
     if event.type == "agent.tool-called" and "inputs" in payload:
         payload = {k: v for k, v in payload.items() if k != "inputs"}
         payload["argsHash"] = sha256_hex(event.payload["inputs"])
-    elif event.type == "agent.tool-returned":
+    elif event.type == "agent.tool-returned" and ("outcome" in payload or "error" in payload):
         payload = {k: v for k, v in payload.items() if k not in ("outcome", "error")}
     else:
         return event
-    return event._replace(payload=payload)
+    # Built directly: a named tuple's _replace is a Python loop over its fields.
+    return Event(event.event_id, event.run, event.type, payload, event.tick, event.sequence)
 
 
 def _error_object(response: Any) -> dict[str, Any]:

@@ -101,6 +101,10 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# A target urlsplit leaves as it is: one "/" then path characters, no query, fragment,
+# authority ("//") or the tab and line breaks it strips.
+_PLAIN_PATH = re.compile(r"/(?!/)[A-Za-z0-9._~%:@!$&'()*+,;=/-]*")
+
 # Built once: `json.loads` and `json.dumps` with options build a decoder or an encoder on
 # every call, a good part of the cost of a small document.
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float,
@@ -257,11 +261,16 @@ class Router:
         headers = {str(k).lower(): str(v) for k, v in raw_headers.items()}
         if not isinstance(target, str) or not target.startswith("/"):
             return refusal_response(not_found("no such path on this host"))
-        try:
-            parts = urlsplit(target)
-        except ValueError:  # e.g. an unbalanced "[" read as an IPv6 authority
-            return refusal_response(not_found("no such path on this host"))
-        request = Request(str(method).upper(), parts.path, parse_qs(parts.query), headers, body)
+        if _PLAIN_PATH.fullmatch(target):
+            # A path and nothing else: what urlsplit would give back, without its work.
+            request = Request(str(method).upper(), target, {}, headers, body)
+        else:
+            try:
+                parts = urlsplit(target)
+            except ValueError:  # e.g. an unbalanced "[" read as an IPv6 authority
+                return refusal_response(not_found("no such path on this host"))
+            request = Request(str(method).upper(), parts.path, parse_qs(parts.query), headers,
+                              body)
         version = self._check_version(headers.get("openwop-version"))
         if version is not None:
             return refusal_response(version)
