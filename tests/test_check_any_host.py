@@ -185,6 +185,7 @@ def test_an_advertised_capability_left_untested_is_named_and_strict_exits_2(
         assert main([*args, "--strict"]) == 2
 
 
+@pytest.mark.slow  # two more runs of most of the table over HTTP
 def test_examples_and_invariants_take_the_remote_options(served: str) -> None:
     for part in ("examples", "invariants"):
         assert main([part, "--base-url", served, "--api-key", KEY_A,

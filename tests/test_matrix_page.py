@@ -78,6 +78,7 @@ def test_an_empty_document_gives_an_empty_grid(doc: dict[str, Any]) -> None:
     assert "0/0 faulty hosts killed" in root.text()
 
 
+@pytest.mark.slow  # runs the kill matrix for its hosts
 def test_mutants_html_writes_the_grid_of_the_json_it_computed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     page, data = tmp_path / "m.html", tmp_path / "m.json"

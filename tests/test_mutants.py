@@ -215,6 +215,7 @@ def test_a_focused_machine_rejects_what_breaks_another_requirement() -> None:
         breaks_the_other()
 
 
+@pytest.mark.slow  # a few kill-matrix judgements to find a long kill
 def test_the_shrink_budget_leaves_the_kill_as_found() -> None:
     faulty = mutant(long_matrix_kill())  # its kill at the matrix's budget is long
     plain = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0)
