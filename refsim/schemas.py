@@ -10,7 +10,7 @@ import contextvars
 import functools
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,24 +97,31 @@ _REMEMBER: contextvars.ContextVar[bool] = contextvars.ContextVar("refsim_schema_
                                                                   default=False)
 
 
-def _remembered_ref(validator: Any, ref: str, instance: Any, schema: Any) -> Iterator[Any]:
+def _remembered(schema: Any, instance: Any,
+                errors: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+    """`errors()` (the errors of `instance` against `schema`), or none without a call when
+    that pair was accepted before; an acceptance is remembered once the errors ran out
+    empty (a caller that stopped at the first error left nothing to remember)."""
     key = None
     if _REMEMBER.get():
         text = canonical_or_none(instance)
         if text is not None and len(text) <= _ACCEPTED_TEXT_MAX:
             key = (id(schema), text)
-    if key is not None and key in _ACCEPTED:
-        return
+            if key in _ACCEPTED:
+                return
     failed = False
-    for error in validator._validate_reference(ref=ref, instance=instance):
+    for error in errors():
         failed = True
         yield error
-    # Only a search that ran to its end without an error shows an acceptance; a caller
-    # that stopped at the first error left nothing to remember.
     if not failed and key is not None:
         if len(_ACCEPTED) >= _ACCEPTED_MAX:
             _ACCEPTED.clear()
         _ACCEPTED.add(key)
+
+
+def _remembered_ref(validator: Any, ref: str, instance: Any, schema: Any) -> Iterator[Any]:
+    return _remembered(schema, instance,
+                       lambda: validator._validate_reference(ref=ref, instance=instance))
 
 
 _STOCK_PROPERTIES = Draft202012Validator.VALIDATORS["properties"]
@@ -129,22 +136,10 @@ def _remembered_properties(validator: Any, properties: Any, instance: Any,
         yield from _STOCK_PROPERTIES(validator, properties, instance, schema)
         return
     for name, subschema in properties.items():
-        if name not in instance:
-            continue
-        value = instance[name]
-        text = canonical_or_none(value)
-        key = (id(subschema), text) if text is not None and len(text) <= _ACCEPTED_TEXT_MAX \
-            else None
-        if key is not None and key in _ACCEPTED:
-            continue
-        failed = False
-        for error in validator.descend(value, subschema, path=name, schema_path=name):
-            failed = True
-            yield error
-        if not failed and key is not None:
-            if len(_ACCEPTED) >= _ACCEPTED_MAX:
-                _ACCEPTED.clear()
-            _ACCEPTED.add(key)
+        if name in instance:
+            value = instance[name]
+            yield from _remembered(subschema, value, functools.partial(
+                validator.descend, value, subschema, path=name, schema_path=name))
 
 
 def _rememberable(instance: Any, text: str | None) -> bool:
