@@ -31,7 +31,7 @@ from refsim.check.observe import eval_body
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.profile import profile_named
 from refsim.host import SimHost
-from refsim.testing.fuzz import INVARIANT_CALLS, FuzzResult
+from refsim.testing.fuzz import FuzzResult
 from refsim.testing.stateful import (
     COUNTER_SCRIPTS,
     WATCHED_KEYS,
@@ -369,8 +369,7 @@ class DiffResult:
 
     @property
     def program(self) -> list[str]:
-        lines = [line for line in self.fuzz.program if "state.teardown()" not in line
-                 and not any(f"state.{n}()" in line for n in INVARIANT_CALLS)]
+        lines = [line for line in self.fuzz.pasteable if "state.teardown()" not in line]
         return ["from refsim.check.diff import pair_machine",
                 f"RecordedFixturesMachine = pair_machine({_args(self.pair)})", *lines]
 

@@ -64,10 +64,9 @@ class FuzzResult:
     @property
     def steps(self) -> int:
         """Rule steps in the (shrunk) counterexample, not counting invariant checks."""
-        return sum(1 for line in self.program if line.startswith(("state.", "runs_", "evals_",
-                                                                  "tenants_"))
-                   and "teardown" not in line
-                   and not any(f"state.{name}()" in line for name in INVARIANT_CALLS))
+        return sum(1 for line in self.pasteable if line.startswith(("state.", "runs_", "evals_",
+                                                                    "tenants_"))
+                   and "teardown" not in line)
 
     @property
     def pasteable(self) -> tuple[str, ...]:
