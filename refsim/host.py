@@ -81,9 +81,11 @@ class SimHost:
         response = self.router.handle(method, path, headers, body)
         if self.edge is not None:
             response = self.edge(self, method, path, headers or {}, body, response)
-        if response.json is None or response.text is not None:
-            return response if response.json is None else attrs.evolve(
-                response, json=_copy_json(response.json), headers=dict(response.headers))
+        if response.json is None:
+            return response
+        if response.text is not None:  # a document beside a text body of its own
+            return attrs.evolve(response, json=_copy_json(response.json),
+                                headers=dict(response.headers))
         # The copy is parsed from the bytes a client would get: one encoding makes both.
         return Response.of_bytes(response.status, dict(response.headers), response.body)
 

@@ -81,8 +81,9 @@ def _bounded(keyword: str) -> Any:
 _BOUNDED = ("uniqueItems", "items", "prefixItems", "contains", "additionalProperties",
             "patternProperties", "propertyNames", "unevaluatedItems", "unevaluatedProperties")
 
-# Instances a `$ref` target was found to accept, by the schema object holding the `$ref`
-# and the instance's canonical form (bounded). Whether a subschema accepts an instance
+# Instances a subschema was found to accept (a `$ref` target, by the schema object holding
+# the `$ref`; a `properties` member, by its own subschema), with the instance's canonical
+# form (bounded). Whether a subschema accepts an instance
 # depends on nothing else here (no `$dynamicRef`; every file is one resource), so a
 # remembered acceptance is exact; a refusal is always worked out afresh, for its errors.
 # A document is mostly parts seen before (a script's steps, a suite's tasks, an id), and
@@ -142,11 +143,14 @@ def _remembered_properties(validator: Any, properties: Any, instance: Any,
                 validator.descend, value, subschema, path=name, schema_path=name))
 
 
-def _rememberable(instance: Any, text: str | None) -> bool:
-    """A document whose canonical form `text` stands for it alone: plain JSON (a tuple,
-    which jsonschema takes for no array, writes as the list it is not) and small."""
+def _rememberable(instance: Any, text: str | None, *, parsed: bool) -> bool:
+    """A document whose canonical form `text` stands for it alone: small, and plain JSON (a
+    tuple, which jsonschema takes for no array, writes as the list it is not). One a JSON
+    parser made (`parsed`) is plain JSON without a look."""
     if text is None or len(text) > _ISSUES_KEY_MAX:
         return False
+    if parsed:
+        return True
     try:
         return bool(json.loads(text) == instance)
     except RecursionError:
@@ -190,8 +194,7 @@ def issues(ref: str, instance: Any, max_issues: int | None = None, *,
     machine run sends the same suites and bodies again and again. `parsed` says the
     instance came from a JSON parser (plain JSON: no check needed that it is)."""
     text = canonical_or_none(instance)
-    remember = (text is not None and len(text) <= _ISSUES_KEY_MAX) if parsed \
-        else _rememberable(instance, text)
+    remember = _rememberable(instance, text, parsed=parsed)
     key = (ref, text, max_issues) if remember and text is not None else None
     if key is not None and key in _ISSUES:
         return list(_ISSUES[key])
@@ -223,8 +226,7 @@ def valid_script(script: Any, *, parsed: bool = False) -> bool:
     the schema is fixed for the process, a validation costs milliseconds and a canonical
     form microseconds, and fuzzing sends the same few scripts again and again."""
     key = canonical_or_none(script)
-    if key is None or not (len(key) <= _ISSUES_KEY_MAX if parsed
-                           else _rememberable(script, key)):
+    if key is None or not _rememberable(script, key, parsed=parsed):
         return is_valid("script.schema.json", script)
     verdict = _SCRIPT_VERDICTS.get(key)
     if verdict is None:

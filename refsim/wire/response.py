@@ -9,12 +9,13 @@ import attrs
 
 from refsim.domain.canonical import encoder
 
-_COMPACT = encoder(compact=True, ensure_ascii=False)
+# A JSON document's text on the wire: compact, UTF-8 kept (the encoder built once).
+compact = encoder(compact=True, ensure_ascii=False)
 
 
 def encode(value: Any) -> bytes:
     """A JSON document's bytes on the wire: compact, UTF-8."""
-    return _COMPACT(value).encode("utf-8")
+    return compact(value).encode("utf-8")
 
 
 @attrs.frozen

@@ -35,7 +35,7 @@ from refsim.wire import limits, render
 from refsim.wire.commands import create_command, fork_command
 from refsim.wire.errors import checked
 from refsim.wire.limits import LONG_POLL_MAX_SECONDS
-from refsim.wire.response import Response
+from refsim.wire.response import Response, compact, encode
 
 PROTOCOL_VERSION = "2.0"
 MAX_BODY_BYTES = limits.MAX_BODY_BYTES  # kept here for older imports; see limits
@@ -109,7 +109,6 @@ _PLAIN_PATH = re.compile(r"/(?!/)[A-Za-z0-9._~%:@!$&'()*+,;=/-]*")
 # every call, a good part of the cost of a small document.
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float,
                             object_pairs_hook=_unique_members)
-_COMPACT = encoder(compact=True, ensure_ascii=False)
 _COMPACT_ASCII = encoder(compact=True)
 
 _JSON_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -215,7 +214,7 @@ def _page(run: RunRecord, after: int, limit: int) -> tuple[list[dict[str, Any]],
     budget = limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
     for event in (e for e in run.events if e.sequence > after):
         doc = event.to_json()
-        size = len(_COMPACT(doc).encode()) + 1
+        size = len(encode(doc)) + 1
         if len(events) >= limit or (events and size > budget):
             return events, True
         budget -= size
@@ -586,7 +585,7 @@ class Router:
         chunks = []
         for event in run.events:
             if event.sequence > after:
-                data = _COMPACT(event.to_json())
+                data = compact(event.to_json())
                 chunks.append(f"id: {event.event_id}\nevent: {event.type}\ndata: {data}\n\n")
         return Response(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                               "OpenWOP-Version": PROTOCOL_VERSION}, None, "".join(chunks))
