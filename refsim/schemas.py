@@ -157,9 +157,30 @@ def _rememberable(instance: Any, text: str | None, *, parsed: bool) -> bool:
         return False
 
 
+def _unevaluated_properties() -> Any:
+    """`unevaluatedProperties`, skipped when every member of the object is named by the
+    same schema's `properties`. The stock keyword finds the evaluated members by walking
+    every applicator again (and descending each member into this keyword's own subschema:
+    one error object per member for `false`) only to collect their names, and a name that
+    `properties` lists is always among them; so when all are, it has nothing to report.
+    A create-run body is in that case unless it carries an unknown member."""
+    bounded = _bounded("unevaluatedProperties")
+
+    def unevaluated(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if (isinstance(instance, dict) and isinstance(properties, dict)
+                and instance.keys() <= properties.keys()):
+            return iter(())
+        errors: Iterator[Any] = bounded(validator, value, instance, schema)
+        return errors
+
+    return unevaluated
+
+
 _Validator = validators.extend(  # type: ignore[no-untyped-call]
     Draft202012Validator, {"$ref": _remembered_ref, "properties": _remembered_properties}
-    | {keyword: _bounded(keyword) for keyword in _BOUNDED})
+    | {keyword: _bounded(keyword) for keyword in _BOUNDED}
+    | {"unevaluatedProperties": _unevaluated_properties()})
 
 
 @functools.cache
