@@ -495,3 +495,25 @@ def test_serve_rejects_a_header_timeout_out_of_range(capsys: pytest.CaptureFixtu
         serve_main(["serve", "--port", "0", "--header-timeout", "11"])
     assert exited.value.code == 2
     assert "at most 10" in capsys.readouterr().err
+
+
+def test_a_shutdown_from_another_thread_does_not_wait_for_uvicorns_tick(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn notices `should_exit` at its next tick; `shutdown()` wakes the loop instead.
+    With the tick made endless, only the wake can end the serving thread."""
+    import asyncio
+
+    import uvicorn
+
+    async def endless_ticks(self: uvicorn.Server) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(uvicorn.Server, "main_loop", endless_ticks)
+    host = SimHost(seed=0)
+    with background(host) as server:
+        assert HttpClient(server.url).request("GET", "/.well-known/openwop").status == 200
+        thread = next(t for t in threading.enumerate()
+                      if t.name == f"refsim-http-{server.address[1]}")
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    server.server.wake()  # after the loop has closed: nothing to wake, no error
