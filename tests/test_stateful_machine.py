@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import collections
 import io
+import re
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -109,3 +111,30 @@ def test_the_rule_sampler_has_a_short_repr_and_scripts_are_the_tables_own() -> N
 
     draw()
     assert len(seen) == 5
+
+
+def test_a_drawn_script_prints_as_the_literal_it_is() -> None:
+    """A printed program is pasted alone: a script must print as its value, never as the
+    call that made it (a `map` printed `[*[...], DECIDE]`, naming what it does not import)."""
+    from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+
+    from refsim.testing.stateful import ANY_SCRIPTS, COUNTER_SCRIPTS
+
+    class Fails(RuleBasedStateMachine):
+        @rule(anything=ANY_SCRIPTS, counter=COUNTER_SCRIPTS)
+        def step(self, anything: list[Any], counter: list[Any]) -> None:
+            assert len(anything) < 2
+
+    with pytest.raises(AssertionError) as failed:
+        run_state_machine_as_test(Fails, settings=settings(database=None, deadline=None,
+                                                            max_examples=200))
+    printed: list[str] = getattr(failed.value, "__notes__", [])  # the falsifying program
+    # Hypothesis wraps a long call over indented lines: joined, as `refsim fuzz` joins them.
+    line = next(p for text in printed for p in re.sub(r"\n[ \t]+", " ", text).splitlines()
+                if "state.step(" in p)
+    call = line.strip().removeprefix("state.step(").removesuffix(")")
+    assert eval(f"dict({call})", {}) == {"anything": [
+        {"call": "conformance.eval:counter", "args": {"op": "inc", "key": "k1"}},
+        {"decide": "ok"}], "counter": [
+        {"call": "conformance.eval:counter", "args": {"op": "inc", "key": "k1"}},
+        {"decide": "ok"}]}

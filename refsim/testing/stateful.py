@@ -176,17 +176,19 @@ def _any_steps() -> tuple[dict[str, Any], ...]:
 
 
 ANY_STEPS = _any_steps()
-_ANY_STEP = st.sampled_from(ANY_STEPS)
+_ANY_STEP_LISTS = st.lists(st.sampled_from(ANY_STEPS), min_size=0, max_size=MAX_SCRIPT_CALLS)
 
 
 @st.composite
-def any_step(draw: st.DrawFn) -> dict[str, Any]:
-    """One step from the table, named for a short repr as `counter_scripts` is."""
-    return draw(_ANY_STEP)
+def any_scripts(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Up to four steps of any kind, then the decision. A composite, not a `map`: Hypothesis
+    prints a mapped value as the call that made it (`[*[...], DECIDE]`, which names what a
+    pasted program does not import), a composite's as the literal it is; and its repr is
+    its name (see `counter_scripts`)."""
+    return [*draw(_ANY_STEP_LISTS), DECIDE]
 
 
-ANY_SCRIPTS = st.lists(any_step(), min_size=0,
-                       max_size=MAX_SCRIPT_CALLS).map(lambda s: [*s, DECIDE])
+ANY_SCRIPTS = any_scripts()
 
 
 def counter_only(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
