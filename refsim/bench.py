@@ -199,6 +199,9 @@ def derive_seconds(timed: Timed, calls: int) -> float:
 # ----------------------------------------------------------------------------- machines
 
 
+MACHINE_RUNS = 4
+
+
 def trivial_machine_seconds(max_examples: int, steps: int) -> float:
     """A RuleBasedStateMachine with one rule and one invariant, same settings as refsim's."""
     from hypothesis import HealthCheck, seed, settings
@@ -282,6 +285,31 @@ def hollow_machine_seconds(max_examples: int, steps: int) -> float:
     start = cpu()
     test()
     return cpu() - start
+
+
+MACHINES: dict[str, Callable[[int, int], float]] = {
+    "trivial": trivial_machine_seconds, "refsim": refsim_machine_seconds,
+    "hollow": hollow_machine_seconds}
+
+
+def machine_in_fresh_process(kind: str, max_examples: int, steps: int,
+                             env: dict[str, str] | None = None) -> float:
+    """CPU seconds of one machine run (`MACHINES`), in a process of its own: as `refsim
+    fuzz` runs, and with nothing another run left behind. In one process, a run after
+    refsim's machine walks the caches that machine filled at every full collection (the
+    trivial machine took a sixth longer there), and refsim's machine met a schema memo
+    its own earlier run had filled. Imports are not timed; the constants Hypothesis draws
+    from are settled first (`settle_constants`), as in `refsim fuzz`."""
+    code = ("from refsim.testing.stateful import settle_constants\n"
+            "settle_constants()\n"
+            "from refsim.bench import MACHINES\n"
+            f"print(repr(MACHINES[{kind!r}]({max_examples:d}, {steps:d})))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=1800, check=False, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"the {kind} machine's process exited {done.returncode}: "
+                           f"{done.stderr[-400:]}")
+    return float(done.stdout.split()[-1])
 
 
 def process_env(cache: str | Path) -> dict[str, str]:
@@ -368,19 +396,18 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
     del big
     gc.collect()
 
-    say("refsim's machine and a trivial one, 200 examples x 50 steps (best of 3 each)")
-    from refsim.testing.stateful import settle_constants
-    settle_constants()  # before either: both draw from the same pool of constants
-    # Each three times, alternately: a stretch of slow machine (this VM's speed drifts by
+    say(f"refsim's machine and a trivial one, 200 examples x 50 steps, each in a fresh "
+        f"process (best of {MACHINE_RUNS} each)")
+    # Each several times, alternately: a stretch of slow machine (this VM's speed drifts by
     # half within seconds) then spoils one of each, and the best of each is kept.
     trivial = machine = float("inf")
-    for _ in range(3):
-        trivial = min(trivial, trivial_machine_seconds(200, 50))
-        machine = min(machine, refsim_machine_seconds(200, 50))
+    for _ in range(MACHINE_RUNS):
+        trivial = min(trivial, machine_in_fresh_process("trivial", 200, 50))
+        machine = min(machine, machine_in_fresh_process("refsim", 200, 50))
     figures.append(Figure("fuzz-200x50", "refsim fuzz --max-examples 200 --steps 50", machine,
                           "s", "a trivial Hypothesis machine, same size", trivial, "s",
                           4.0, "x"))
-    hollow = hollow_machine_seconds(200, 50)
+    hollow = machine_in_fresh_process("hollow", 200, 50)
     notes.append(f"refsim fuzz: the same rules with their bodies emptied take {hollow:.3f} s "
                  f"({hollow / trivial:.2f}x the trivial machine): Hypothesis drawing this "
                  f"machine's steps; refsim's host, model and judges take about "

@@ -16,6 +16,7 @@ from refsim.bench import (
     format_table,
     hollow_machine,
     hollow_machine_seconds,
+    machine_in_fresh_process,
     trivial_machine_seconds,
     write_json,
 )
@@ -57,6 +58,14 @@ def test_the_json_holds_every_figure(tmp_path: Path) -> None:
 
 def test_the_trivial_machine_runs() -> None:
     assert trivial_machine_seconds(5, 5) > 0
+
+
+def test_a_machine_is_timed_in_a_fresh_process_and_a_failure_says_so() -> None:
+    """The fuzz figure's runs each get a process of their own (nothing a run before left
+    behind); one that cannot run is an error naming it, never a figure."""
+    assert machine_in_fresh_process("refsim", 3, 3) > 0
+    with pytest.raises(RuntimeError, match="the nonesuch machine's process exited 1"):
+        machine_in_fresh_process("nonesuch", 3, 3)
 
 
 def test_the_hollow_machine_has_the_real_machines_rules_and_runs() -> None:
