@@ -212,7 +212,14 @@ def _page(run: RunRecord, after: int, limit: int) -> tuple[list[dict[str, Any]],
     at least one); and whether more follow."""
     events: list[dict[str, Any]] = []
     budget = limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
-    for event in (e for e in run.events if e.sequence > after):
+    pending = [e for e in run.events if e.sequence > after]
+    # Most pages fit whole: one encoding of them all then says so (the list's text is the
+    # events' texts, a comma after each but the last, and two brackets: the sum the loop
+    # below counts, plus one), where the loop encodes each event alone.
+    head = [e.to_json() for e in pending[:limit]]
+    if len(encode(head)) - 1 <= budget:
+        return head, len(pending) > limit
+    for event in pending:
         doc = event.to_json()
         size = len(encode(doc)) + 1
         if len(events) >= limit or (events and size > budget):
