@@ -717,6 +717,16 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                 expect(count == 0, req_id("0252.copy-erased-with-source"),
                        f"{count} derived copies of erased {run.id} remain")
 
+    def teardown(self) -> None:
+        """Let the host and the model go with the example. Hypothesis's rule strategy and
+        the machine refer to each other, so a machine is freed only when a collection
+        finds that cycle; until then it kept its host alive, every run and event of the
+        example, which the collections on the way (the full ones included, once they had
+        aged that far) walked again and again."""
+        for name in ("client", "sim", "model", "refusals", "registered", "_needles"):
+            self.__dict__.pop(name, None)
+        super().teardown()
+
     def refusals_uniform(self) -> None:
         expect(len(self.refusals) <= 1, req_id("0252.source-uniform-body"),
                "unusable-source refusals are not byte-identical")
