@@ -13,6 +13,8 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from refsim.check import judges
 from refsim.check.findings import Finding
@@ -742,3 +744,19 @@ def test_copies_gone_passes() -> None:
 def test_copies_gone_fails() -> None:
     assert failed(judges.copies_gone(REQ, [(SOURCE_ID, [{"response": "erased"}])],
                                      SOURCE_ID, ["erased"]))
+
+
+_ID_PARTS = st.sampled_from(["acme/run-", "run-", "abcdefghij", "0123456789", "~2F", "%2F",
+                             "\\u002f", "\x00", "/", "é", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(supplied=st.lists(_ID_PARTS, min_size=1, max_size=5).map("".join),
+       text=st.lists(st.one_of(_ID_PARTS, st.sampled_from(['"', " ", "\n"])),
+                     max_size=12).map("".join))
+def test_echoed_finds_what_a_search_of_each_decoding_finds(supplied: str, text: str) -> None:
+    """`echoed` searches the decodings joined (one search per window): the same windows as
+    searching each decoding alone, a NUL in the id or the text included."""
+    texts = judges._decodings(text)
+    alone = sorted(w for w in judges._id_windows(supplied) if any(w in t for t in texts))
+    assert judges.echoed(text, supplied) == alone
