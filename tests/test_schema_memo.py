@@ -65,7 +65,7 @@ _MEMBER_VALUES = st.one_of(_SCALARS, st.sampled_from(
      {"t": "acme/run-abcdefghij0123456789"}]))
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(st.lists(st.dictionaries(
     st.one_of(st.sampled_from(_CREATE_RUN_MEMBERS), st.sampled_from(["extra", "Mode", ""])),
     _MEMBER_VALUES, max_size=6), min_size=1, max_size=3))
