@@ -243,33 +243,17 @@ def test_the_largest_events_page_is_at_most_one_mebibyte() -> None:
     assert biggest > limits.PAGE_MAX_BYTES // 2  # the page really filled up
 
 
-def _page_one_by_one(run: Any, after: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
-    """The page rule spelt out event by event: what `_page`'s one-encoding shortcut must
-    give."""
-    from refsim.wire.response import encode
-    from refsim.wire.router import _PAGE_WRAPPER_BYTES
-    events: list[dict[str, Any]] = []
-    budget = limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
-    for event in (e for e in run.events if e.sequence > after):
-        doc = event.to_json()
-        size = len(encode(doc)) + 1
-        if len(events) >= limit or (events and size > budget):
-            return events, True
-        budget -= size
-        events.append(doc)
-    return events, False
-
-
 @settings(max_examples=100, deadline=None)
 @given(pads=st.lists(st.integers(0, 3000), min_size=0, max_size=12),
        slack=st.integers(-40, 40), after=st.integers(-1, 30), limit=st.integers(1, 40))
 def test_a_page_is_what_the_event_by_event_rule_gives(pads: list[int], slack: int, after: int,
                                                       limit: int) -> None:
-    """The room for events is drawn around what the whole page takes, so the budget's edge
-    is met from both sides."""
+    """`_page`'s one-encoding shortcut gives what the event-by-event rule gives; the room
+    for events is drawn around what the whole page takes, so its edge is met from both
+    sides."""
     from refsim.domain.runs import Event
     from refsim.wire.response import encode
-    from refsim.wire.router import _PAGE_WRAPPER_BYTES, _page
+    from refsim.wire.router import _PAGE_WRAPPER_BYTES, _page, _page_by_event
 
     class Run:
         events = [Event(f"ev-{i}", "acme/run-x", "tool.called", {"pad": "é" * pad}, i, i)
@@ -278,4 +262,5 @@ def test_a_page_is_what_the_event_by_event_rule_gives(pads: list[int], slack: in
     whole = len(encode([e.to_json() for e in run.events if e.sequence > after][:limit])) - 1
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(limits, "PAGE_MAX_BYTES", _PAGE_WRAPPER_BYTES + max(whole + slack, 0))
-        assert _page(run, after, limit) == _page_one_by_one(run, after, limit)
+        pending = [e for e in run.events if e.sequence > after]
+        assert _page(run, after, limit) == _page_by_event(pending, limit)

@@ -29,7 +29,7 @@ from refsim.domain.ids import (
 )
 from refsim.domain.owners import Owner, Tenant
 from refsim.domain.refusals import Refusal, not_found, state_conflict, validation
-from refsim.domain.runs import SCHEMA_VERSION, RunRecord
+from refsim.domain.runs import SCHEMA_VERSION, Event, RunRecord
 from refsim.suite_docs import parse_suite
 from refsim.wire import limits, render
 from refsim.wire.commands import create_command, fork_command
@@ -210,15 +210,21 @@ _PAGE_WRAPPER_BYTES = 4096  # runId, lastSequence, status, isTerminal and the br
 def _page(run: RunRecord, after: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
     """Events after the cursor, at most `limit` of them and PAGE_MAX_BYTES in all (always
     at least one); and whether more follow."""
-    events: list[dict[str, Any]] = []
-    budget = limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
     pending = [e for e in run.events if e.sequence > after]
     # Most pages fit whole: one encoding of them all then says so (the list's text is the
-    # events' texts, a comma after each but the last, and two brackets: the sum the loop
-    # below counts, plus one), where the loop encodes each event alone.
+    # events' texts, a comma after each but the last, and two brackets: the sum
+    # `_page_by_event` counts, plus one), where that encodes each event alone.
     head = [e.to_json() for e in pending[:limit]]
-    if len(encode(head)) - 1 <= budget:
+    if len(encode(head)) - 1 <= limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES:
         return head, len(pending) > limit
+    return _page_by_event(pending, limit)
+
+
+def _page_by_event(pending: list[Event], limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """The page rule event by event: each event's text and a comma count against the
+    room left, and the first event is always taken."""
+    events: list[dict[str, Any]] = []
+    budget = limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
     for event in pending:
         doc = event.to_json()
         size = len(encode(doc)) + 1
