@@ -5,6 +5,7 @@ Every input, however malformed, leaves as a response with a registered code.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -210,14 +211,16 @@ _PAGE_WRAPPER_BYTES = 4096  # runId, lastSequence, status, isTerminal and the br
 def _page(run: RunRecord, after: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
     """Events after the cursor, at most `limit` of them and PAGE_MAX_BYTES in all (always
     at least one); and whether more follow."""
-    pending = [e for e in run.events if e.sequence > after]
+    # The page's candidates and one more (which only says that more follow): the scan
+    # stops there, as the page does, however long the run.
+    window = list(itertools.islice((e for e in run.events if e.sequence > after), limit + 1))
     # Most pages fit whole: one encoding of them all then says so (the list's text is the
     # events' texts, a comma after each but the last, and two brackets: the sum
     # `_page_by_event` counts, plus one), where that encodes each event alone.
-    head = [e.to_json() for e in pending[:limit]]
+    head = [e.to_json() for e in window[:limit]]
     if len(encode(head)) - 1 <= limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES:
-        return head, len(pending) > limit
-    return _page_by_event(pending, limit)
+        return head, len(window) > limit
+    return _page_by_event(window, limit)
 
 
 def _page_by_event(pending: list[Event], limit: int) -> tuple[list[dict[str, Any]], bool]:
