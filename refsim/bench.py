@@ -309,7 +309,11 @@ def machine_in_fresh_process(kind: str, max_examples: int, steps: int,
     if done.returncode != 0:
         raise RuntimeError(f"the {kind} machine's process exited {done.returncode}: "
                            f"{done.stderr[-400:]}")
-    return float(done.stdout.split()[-1])
+    try:
+        return float(done.stdout.split()[-1])
+    except (IndexError, ValueError):
+        raise RuntimeError(f"the {kind} machine's process printed no time: "
+                           f"{done.stdout[-200:]!r}") from None
 
 
 def process_env(cache: str | Path) -> dict[str, str]:

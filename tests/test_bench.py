@@ -68,6 +68,18 @@ def test_a_machine_is_timed_in_a_fresh_process_and_a_failure_says_so() -> None:
         machine_in_fresh_process("nonesuch", 3, 3)
 
 
+def test_a_machine_process_that_prints_no_time_is_an_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    def silent(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 0, stdout="", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", silent)
+    with pytest.raises(RuntimeError, match="the trivial machine's process printed no time"):
+        machine_in_fresh_process("trivial", 3, 3)
+
+
 def test_the_hollow_machine_has_the_real_machines_rules_and_runs() -> None:
     from refsim.testing.stateful import RecordedFixturesMachine
 

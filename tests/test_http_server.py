@@ -517,3 +517,43 @@ def test_a_shutdown_from_another_thread_does_not_wait_for_uvicorns_tick(
     thread.join(timeout=10)
     assert not thread.is_alive()
     server.server.wake()  # after the loop has closed: nothing to wake, no error
+
+
+def test_the_serving_loop_raises_uvicorns_error_and_leaves_no_task_behind(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race between uvicorn's ticks and `wake()`: an error of the tick loop comes out;
+    cancelled from outside, neither helper task outlives it."""
+    import asyncio
+
+    import uvicorn
+
+    from refsim.wire.asgi import WireApp
+    from refsim.wire.server import _Uvicorn
+
+    async def broken(self: uvicorn.Server) -> None:
+        raise RuntimeError("tick failed")
+
+    async def endless(self: uvicorn.Server) -> None:
+        await asyncio.Event().wait()
+
+    def server() -> _Uvicorn:
+        app = WireApp(SimHost(seed=0))
+        return _Uvicorn(uvicorn.Config(app), app)
+
+    monkeypatch.setattr(uvicorn.Server, "main_loop", broken)
+    with pytest.raises(RuntimeError, match="tick failed"):
+        asyncio.run(server().main_loop())
+
+    monkeypatch.setattr(uvicorn.Server, "main_loop", endless)
+
+    async def cancelled() -> set[asyncio.Task[Any]]:
+        serving = asyncio.ensure_future(server().main_loop())
+        await asyncio.sleep(0.01)
+        serving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await serving
+        await asyncio.sleep(0)  # the helpers' cancellations are delivered
+        return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()
+                and not t.done()}
+
+    assert asyncio.run(cancelled()) == set()

@@ -158,11 +158,16 @@ class _Uvicorn(uvicorn.Server):
             self._loop, self._woken = asyncio.get_running_loop(), asyncio.Event()
         ticking = asyncio.ensure_future(super().main_loop())
         woken = asyncio.ensure_future(self._woken.wait())
-        await asyncio.wait({ticking, woken}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (ticking, woken):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        try:
+            await asyncio.wait({ticking, woken}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # this task cancelled too: neither helper outlives it
+            ticking.cancel()
+            woken.cancel()
+        # Their ends: a cancellation of theirs is the race's, not this task's (one of this
+        # task's own propagates from the await); an error of uvicorn's loop is raised.
+        for outcome in await asyncio.gather(ticking, woken, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                raise outcome
 
     def wake(self) -> None:
         """Ask the serving loop to shut down now (`should_exit` first), from any thread."""
