@@ -200,6 +200,7 @@ def derive_seconds(timed: Timed, calls: int) -> float:
 
 
 MACHINE_RUNS = 4
+REPLAY_ROUNDS, REPLAYS_PER_ROUND = 3, 5
 
 
 def trivial_machine_seconds(max_examples: int, steps: int) -> float:
@@ -356,19 +357,20 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
 
     # A 10k-call replay takes a tenth of a second: fifteen of them, so one undisturbed run
     # among them is likely on a shared machine; the calibration is taken between them, so
-    # both bests come from the same stretch of the machine's speed (a shared VM's speed
-    # here drifts by half within a minute).
-    say("replaying a 10k-call source, canonical JSON of its arguments between (best of 15)")
+    # both bests come from the same stretch of the machine's speed. They come in three
+    # rounds of five spread over the in-process figures: a shared VM's speed here drifts
+    # by half within a minute, and a slow stretch then spoils one round, not all fifteen.
     replays: list[float] = []
     canons: list[float] = []
-    for _ in range(15):
-        replays.append(record_and_replay(10_000).replay / 10_000)
-        canons.append(canonical_per_call(10_000, times=1))
-    replay_10k, canon = min(replays), min(canons)
-    figures.append(Figure("replay-10k", "replayed call, amortized over a 10k-call source",
-                          replay_10k * us, "us", "canonical JSON of its args (json.dumps)",
-                          canon * us, "us", 12.0, "us"))
 
+    def replay_round(which: int) -> None:
+        say(f"replaying a 10k-call source, canonical JSON of its arguments between (round "
+            f"{which} of {REPLAY_ROUNDS}, {REPLAYS_PER_ROUND} each)")
+        for _ in range(REPLAYS_PER_ROUND):
+            replays.append(record_and_replay(10_000).replay / 10_000)
+            canons.append(canonical_per_call(10_000, times=1))
+
+    replay_round(1)
     say("a 100k-call source, and a 1k-call source replayed 100 times (best of 3 each)")
     fixed = best(3, lambda: record_and_replay(0).replay)
     per_1k = max(best(3, lambda: replays_of_one_source(1_000, 100)) - 100 * fixed,
@@ -384,21 +386,12 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
         gc.collect()
     assert big is not None
     per_100k = max(big.replay - fixed, 0.0) / 100_000
-    figures.append(Figure("size-100k-vs-1k",
-                          "replayed call at 100k entries, against 1k (a run's fixed "
-                          f"{fixed * 1e3:.1f} ms taken out)",
-                          per_100k * us, "us", "the same at 1k entries, 100 replays",
-                          per_1k * us, "us", 1.3, "x"))
 
     say("deriving the fixtures of the 100k-call source")
     derive = derive_seconds(big, 100_000)
-    figures.append(Figure("derive-100k", "deriving the fixtures of a 100k-call source",
-                          derive, "s", "json.dumps of its 100k args", canon * 100_000,
-                          "s", 0.5, "s"))
-    figures.append(Figure("record-100k", "recording a 100k-call source", record_100k, "s",
-                          "json.dumps of its 100k args", canon * 100_000, "s", 2.0, "s"))
     del big
     gc.collect()
+    replay_round(2)
 
     say(f"refsim's machine and a trivial one, 200 examples x 50 steps, each in a fresh "
         f"process (best of {MACHINE_RUNS} each)")
@@ -408,10 +401,26 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
     for _ in range(MACHINE_RUNS):
         trivial = min(trivial, machine_in_fresh_process("trivial", 200, 50))
         machine = min(machine, machine_in_fresh_process("refsim", 200, 50))
+    hollow = machine_in_fresh_process("hollow", 200, 50)
+    replay_round(3)
+
+    replay_10k, canon = min(replays), min(canons)
+    figures.append(Figure("replay-10k", "replayed call, amortized over a 10k-call source",
+                          replay_10k * us, "us", "canonical JSON of its args (json.dumps)",
+                          canon * us, "us", 12.0, "us"))
+    figures.append(Figure("size-100k-vs-1k",
+                          "replayed call at 100k entries, against 1k (a run's fixed "
+                          f"{fixed * 1e3:.1f} ms taken out)",
+                          per_100k * us, "us", "the same at 1k entries, 100 replays",
+                          per_1k * us, "us", 1.3, "x"))
+    figures.append(Figure("derive-100k", "deriving the fixtures of a 100k-call source",
+                          derive, "s", "json.dumps of its 100k args", canon * 100_000,
+                          "s", 0.5, "s"))
+    figures.append(Figure("record-100k", "recording a 100k-call source", record_100k, "s",
+                          "json.dumps of its 100k args", canon * 100_000, "s", 2.0, "s"))
     figures.append(Figure("fuzz-200x50", "refsim fuzz --max-examples 200 --steps 50", machine,
                           "s", "a trivial Hypothesis machine, same size", trivial, "s",
                           4.0, "x"))
-    hollow = machine_in_fresh_process("hollow", 200, 50)
     notes.append(f"refsim fuzz: the same rules with their bodies emptied take {hollow:.3f} s "
                  f"({hollow / trivial:.2f}x the trivial machine): Hypothesis drawing this "
                  f"machine's steps; refsim's host, model and judges take about "
