@@ -120,8 +120,9 @@ def expect(condition: bool, requirement_id: str, message: str) -> None:
 
 # Scripts are drawn in as few choices as their content needs: Hypothesis's cost (drawing,
 # its record of every choice, mutating and shrinking) goes by the number of choices. They
-# are drawn whole from tables (`sampled_from`, no `map`), so a printed program shows each
-# script as the literal it is. Nothing edits a drawn script: the tables are shared.
+# are drawn whole from tables (`sampled_from` inside a named composite, never a `map`), so
+# a printed program shows each script as the literal it is. Nothing edits a drawn script:
+# the tables are shared.
 #
 # A counter step: op (inc, read) x key (k1, k2). `inc k1` first: shrinking goes there.
 COUNTER_STEPS: tuple[dict[str, Any], ...] = tuple(
