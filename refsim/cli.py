@@ -13,6 +13,38 @@ from refsim.domain.profile import PROFILES, profile_named
 from refsim.wire.client import HostClient
 
 EXIT_USAGE = 2
+# `refsim fuzz --jobs` starts this many processes at most: each runs its own machine.
+MAX_FUZZ_JOBS = 64
+# The options that name a file a command writes (the destinations argparse gives them).
+_OUTPUT_OPTIONS = ("json", "junit", "html", "http_json", "write")
+
+
+def _counts_refused(command: str, *counts: tuple[str, int, int, int | None]) -> bool:
+    """Whether any (option, value, least, most) is out of range; says which, once."""
+    for option, value, least, most in counts:
+        if value < least or (most is not None and value > most):
+            bound = f"{least} to {most}" if most is not None else f"at least {least}"
+            print(f"refsim {command}: {option} takes a whole number, {bound}",
+                  file=sys.stderr)
+            return True
+    return False
+
+
+def _unwritable(path: str) -> str | None:
+    """Why `path` cannot be written, or None: checked before a command spends minutes on
+    what it would write there. The nearest folder that exists must be a writable folder
+    (the writers make the missing ones below it), and the path itself no folder."""
+    target = Path(path)
+    if target.is_dir():
+        return "it is a folder"
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -175,9 +207,17 @@ def _fuzz(args: argparse.Namespace) -> int:
         run_machine,
     )
 
-    if args.jobs < 1 or (args.duration is not None and args.duration <= 0):
-        print("refsim fuzz: --jobs takes a positive count and --duration positive seconds",
-              file=sys.stderr)
+    if _counts_refused("fuzz", ("--jobs", args.jobs, 1, MAX_FUZZ_JOBS),
+                       ("--max-examples", args.max_examples, 1, None),
+                       ("--steps", args.steps, 1, None)):
+        return EXIT_USAGE
+    if args.duration is not None and not args.duration > 0:
+        print("refsim fuzz: --duration takes a positive number of seconds", file=sys.stderr)
+        return EXIT_USAGE
+    if args.database is not None and Path(args.database).exists() \
+            and not Path(args.database).is_dir():
+        print(f"refsim fuzz: --database names a folder (an example database); "
+              f"{args.database} is not one", file=sys.stderr)
         return EXIT_USAGE
     if args.replay and args.database is None:
         print("refsim fuzz: --replay reads the example database: give --database DIR",
@@ -257,6 +297,9 @@ def _mutants(args: argparse.Namespace) -> int:
     from refsim.check.mutants import SHRINK_BUDGET, kill_matrix_json, print_matrix, write_json
     from refsim.check.zoo import ZOO
 
+    if _counts_refused("mutants", ("--machine-examples", args.machine_examples, 0, None),
+                       ("--machine-steps", args.machine_steps, 1, None)):
+        return EXIT_USAGE
     chosen = [m for m in ZOO if not args.only or m.name in args.only]
     if not chosen:
         print("refsim: no faulty host matches --only", file=sys.stderr)
@@ -286,6 +329,9 @@ def _diff(args: argparse.Namespace) -> int:
     from refsim.check.assume import AssumptionError
     from refsim.check.diff import Pair, every_reading, report, run_diff, summary_line, write_json
 
+    if _counts_refused("diff", ("--max-examples", args.max_examples, 1, None),
+                       ("--steps", args.steps, 1, None)):
+        return EXIT_USAGE
     if args.all:
         pairs = every_reading()
     elif args.assume or args.against:
@@ -393,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--mutant", metavar="NAME",
                       help="fuzz a faulty host of the zoo (refsim mutants) instead")
     fuzz.add_argument("--jobs", type=int, default=1,
-                      help="processes, each with its own seeds, over one example database")
+                      help="processes, each with its own seeds, over one example database "
+                           f"(at most {MAX_FUZZ_JOBS})")
     fuzz.add_argument("--duration", type=float, default=None, metavar="SECONDS",
                       help="keep starting batches of --max-examples until this many seconds "
                            "have passed (the batch under way finishes)")
@@ -486,9 +533,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    for option in _OUTPUT_OPTIONS:
+        path = getattr(args, option, None)
+        problem = _unwritable(path) if isinstance(path, str) else None
+        if problem is not None:
+            print(f"refsim: cannot write {path}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         code: int = args.func(args)
     except BrokenPipeError:  # `refsim list | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return 0
+    except OSError as exc:  # the file system refused a write the check above allowed
+        print(f"refsim: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return code

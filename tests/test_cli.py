@@ -136,3 +136,67 @@ def test_mutants_help_gives_the_default_shrink_budget(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         main(["mutants", "--help"])
     assert f"default {SHRINK_BUDGET:g} s" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["fuzz", "--max-examples", "0"], "--max-examples takes a whole number, at least 1"),
+    (["fuzz", "--steps", "-1"], "--steps takes a whole number, at least 1"),
+    (["fuzz", "--jobs", "100000", "--duration", "1"], "--jobs takes a whole number, 1 to 64"),
+    (["fuzz", "--duration", "nan"], "--duration takes a positive number of seconds"),
+    (["diff", "--all", "--max-examples", "0"], "--max-examples takes a whole number"),
+    (["diff", "--all", "--steps", "0"], "--steps takes a whole number, at least 1"),
+    (["mutants", "--machine-steps", "0"], "--machine-steps takes a whole number, at least 1"),
+    (["mutants", "--machine-examples", "-1"], "--machine-examples takes a whole number, at "
+                                              "least 0"),
+])
+def test_a_count_out_of_range_is_refused_before_any_work(
+        argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Hypothesis would raise InvalidArgument with a traceback, and a hundred thousand jobs
+    would start a hundred thousand processes: a usage line instead."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`bench` and `mutants` take minutes: a report they could not write is said at once."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("kept\n", encoding="utf-8")
+    for argv in (["check", "--json", str(a_file / "report.json")],
+                 ["check", "--junit", str(tmp_path)],
+                 ["mutants", "--json", str(a_file / "m.json")],
+                 ["bench", "--skip-slow", "--json", str(a_file / "b.json")],
+                 ["bench", "http", "--json", str(a_file / "h.json")],
+                 ["falsify", "--write", str(a_file / "f.json")],
+                 ["diff", "--all", "--json", str(a_file / "d.json")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "refsim: cannot write" in err and "Traceback" not in err, argv
+    assert a_file.read_text(encoding="utf-8") == "kept\n"
+    # A folder that does not exist yet is made, as before.
+    assert main(["check", "0252.shape", "--json", str(tmp_path / "new" / "r.json")]) == 0
+    assert (tmp_path / "new" / "r.json").exists()
+
+
+def test_fuzz_refuses_a_database_that_is_a_file(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "db"
+    a_file.write_text("not a database\n", encoding="utf-8")
+    assert main(["fuzz", "--database", str(a_file), "--max-examples", "1"]) == 2
+    assert "--database names a folder" in capsys.readouterr().err
+    assert a_file.read_text(encoding="utf-8") == "not a database\n"
+
+
+def test_a_write_the_file_system_refuses_later_is_a_usage_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from refsim.check import report
+
+    def refused(*_: object, **__: object) -> None:
+        raise PermissionError(13, "Permission denied", str(tmp_path / "r.json"))
+
+    monkeypatch.setattr(report, "write_reports", refused)
+    assert main(["check", "0252.shape", "--json", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert "refsim: [Errno 13] Permission denied" in err and "Traceback" not in err
