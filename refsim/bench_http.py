@@ -261,6 +261,18 @@ def _largest_host_ms() -> tuple[str, float]:
 
 # -- the bench
 
+MAX_CLIENTS = 256  # each client is a thread holding a connection
+
+
+def arguments_refused(clients: int, seconds: float) -> str | None:
+    """What is wrong with these arguments, or None: both entries (this module's and `refsim
+    bench http`) ask before starting servers."""
+    if not 1 <= clients <= MAX_CLIENTS or not 0 < seconds <= 3600:
+        return (f"--clients takes 1 to {MAX_CLIENTS} and --seconds more than 0, at most "
+                "3600")
+    return None
+
+
 def run(*, clients: int = 8, seconds: float = 5.0, json_path: str | None = None,
         out: TextIO) -> int:
     """Measure and print; write the figures to `json_path` as JSON when given. Exit 0."""
@@ -335,8 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         return _child(args.child)
-    if args.clients < 1 or args.seconds <= 0:
-        parser.error("--clients must be at least 1 and --seconds more than 0")
+    refused = arguments_refused(args.clients, args.seconds)
+    if refused is not None:
+        parser.error(refused)
     return run(clients=args.clients, seconds=args.seconds, json_path=args.json_path,
                out=sys.stdout)
 

@@ -284,6 +284,10 @@ def _bench(args: argparse.Namespace) -> int:
         except ImportError as exc:
             print(f"refsim bench http: not available in this build ({exc})", file=sys.stderr)
             return EXIT_USAGE
+        refused = module.arguments_refused(args.clients, args.seconds)
+        if refused is not None:
+            print(f"refsim bench http: {refused}", file=sys.stderr)
+            return EXIT_USAGE
         code: int = module.run(clients=args.clients, seconds=args.seconds,
                                json_path=args.http_json, out=sys.stdout)
         return code

@@ -31,3 +31,17 @@ def test_bench_prints_each_figure_beside_the_floor(tmp_path: Path,
     assert set(figures["latencyMs"]) == {"host.keepAlive", "host.newConnection",
                                          "floor.keepAlive", "floor.newConnection"}
     assert figures["largestRequest"]["hostMs"] > 0
+
+
+@pytest.mark.parametrize("argv", [["--clients", "0"], ["--clients", "100000"],
+                                  ["--seconds", "nan"], ["--seconds", "-1"],
+                                  ["--seconds", "inf"]])
+def test_bench_http_refuses_clients_and_seconds_out_of_range_before_serving(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Through `refsim bench http`, which calls `run` itself, as through the module's own
+    entry: a hundred thousand client threads, or a NaN duration, never start."""
+    from refsim.cli import main
+    assert main(["bench", "http", *argv]) == 2
+    assert "--clients takes 1 to 256" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench_http.main(argv)
