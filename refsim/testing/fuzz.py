@@ -206,8 +206,6 @@ def _print_counterexample(requirement_id: str | None, message: str, narrative: S
     print(f"\nThe program ({steps} steps), pasteable into a test:", file=out)
     print("  from refsim.testing.stateful import RecordedFixturesMachine", file=out)
     for line in program:
-        if _is_invariant_call(line):
-            continue
         print(f"  {line}", file=out)
 
 
@@ -225,7 +223,7 @@ def report(result: FuzzResult, out: TextIO) -> int:
     machine = result.machine
     if not result.passed:
         _print_counterexample(result.requirement_id, result.message, result.narrative,
-                              result.program, result.steps, out)
+                              result.pasteable, result.steps, out)
         return 1
     print(f"passed: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
           f"{machine.requests_made} request(s)", file=out)
@@ -397,7 +395,7 @@ def replay_command(target: FuzzTarget, database: str | Path, steps: int) -> str:
 class Failure:
     requirement_id: str | None
     message: str
-    program: tuple[str, ...]
+    program: tuple[str, ...]  # pasteable: without the invariant checks
     narrative: tuple[str, ...]
     steps: int
     job: int
@@ -471,7 +469,7 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
         requests += machine.requests_made
         branches.update(machine.branches)
         if not result.passed:
-            failure = Failure(result.requirement_id, result.message, result.program,
+            failure = Failure(result.requirement_id, result.message, result.pasteable,
                               result.narrative, result.steps, job, seed_value)
             if _STOP is not None:
                 _STOP.set()
