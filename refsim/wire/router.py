@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from refsim import schemas
+from refsim import catalog, schemas
 from refsim._version import __version__
 from refsim.domain.canonical import canonical, encoder, sha256_hex
 from refsim.domain.core import WORKFLOWS, HostCore
@@ -490,7 +490,10 @@ class Router:
             "protocolVersion": PROTOCOL_VERSION,
             "implementation": {"name": "refsim", "version": __version__},
             "eventLogSchemaVersion": SCHEMA_VERSION,
-            "fixtures": sorted([*self.core.suites.fixture_ids, *WORKFLOWS]),
+            # The catalog's agents and tools beside its suites and workflows: this host
+            # loaded the whole catalog (specs/fixtures/).
+            "fixtures": sorted({*self.core.suites.fixture_ids, *WORKFLOWS,
+                                *catalog.agent_and_tool_ids()}),
             "conformance": {"seamsProfile": "openwop-conformance-seams-v2", "seams": seams},
             "replay": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},
         }
