@@ -9,8 +9,9 @@ A file is a mapping with these top-level keys:
 ``examples``
     the rows (required, a list).
 ``suites``
-    name -> eval-suite document (optional). ``register_suite: NAME`` registers one;
-    ``create_eval: {suite: NAME}`` names it by its ``suiteId``.
+    name -> a suite of the conformance fixture catalog (its fixture id, ``specs/fixtures/``)
+    or a row-local eval-suite document (optional). ``register_suite: NAME`` makes it
+    available; ``create_eval: {suite: NAME}`` names it.
 ``definitions``
     free-form, ignored by the runner: a home for YAML anchors (``&refund-script``) that
     rows and suites reuse (``*refund-script``).
@@ -44,14 +45,17 @@ an action or an expectation (``"$$x"`` is the literal ``"$x"``). RUN below is a 
 ==================  ==========================================================  =======
 action              arguments                                                   success
 ==================  ==========================================================  =======
-register_suite      ``NAME`` or ``{suite: NAME | <suite document>, key}``       201
-                    (seam ``POST /conformance/seams/eval-suites``)
+register_suite      ``NAME`` or ``{suite: NAME | <suite document>, key}``       (there)
+                    (a catalog suite: listed in discovery ``fixtures``, else
+                    through the seam ``POST /conformance/seams/eval-suites``;
+                    a row-local document: through the seam only)
 create_eval         ``{suite, agent, fixture_runs, eval_modes, extra, key, as}``  201
                     (``suite``: a ``suites`` name, a fixture id or a suiteId;
                     ``agent`` defaults to ``conformance.eval:recorder``;
                     ``extra`` is merged into the body, e.g. ``baselineRunId``)
 create_workflow     ``{workflow, inputs, fixture_runs, extra, key, as}``        201
 fork                ``{run: RUN, mode: replay | branch, body, key, as}``        201
+cancel              ``RUN`` or ``{run, key}`` (``POST /runs/{id}/cancel``)        200
 erase               ``RUN`` or ``{run, key}`` (seam ``runs/{id}:erase``)        200
 resolve             ``RUN`` or ``{run, key}`` (seam ``runs/{id}:resolve``)      200
 add_tenant          ``{as, name, api_key, workspace}`` (seam ``tenants``)       201
@@ -62,7 +66,8 @@ http                ``{path, method: POST, body, key, as}``; ``$NAME`` in the   
 Expectations (of one request; ``RUN`` as above, ``L`` an earlier request's label):
 
 ==========================  ===============================================================
-``status: N``               the HTTP status (``201``: the created judge)
+``status: N | 4xx``         the HTTP status (``201``: the created judge; ``4xx``: any
+                            refusal with a registered code, where the RFC names none)
 ``error: CODE``             with ``status``: that code in a registered-code envelope
 ``no_echo: [V, ...]``       the response shows none of these ids, in any form
 ``identical_to: L | [L]``   byte-identical to those requests' responses
@@ -102,6 +107,7 @@ An unknown key anywhere is a `ValueError` naming the file and the row.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -110,25 +116,23 @@ from typing import Any
 import attrs
 import yaml
 
-from refsim import paths, schemas, yaml_data
+from refsim import catalog, paths, schemas, yaml_data
 from refsim.check import judges
 from refsim.check.expectations import EXPECTATIONS, Invalid, names_needing_run
-from refsim.check.findings import Disposition, Finding, Row, check, fail
+from refsim.check.findings import Disposition, Finding, Row, check, fail, ok
 from refsim.check.observe import (
     COUNTER_TOOL,
     KEYS,
     RECORDER,
-    SEAM_COUNTER,
-    SEAM_ERASE,
-    SEAM_RESOLVE,
-    SEAM_SUITES,
-    SEAM_TENANTS,
     Inspector,
     Observed,
     Session,
+    Surface,
+    Unobservable,
     eval_body,
     gate,
     inspector_of,
+    noise_of_host,
     nonce,
     run_path,
 )
@@ -193,6 +197,10 @@ class Example:
     setup: tuple[Action, ...]
     requests: tuple[Request, ...]
     file: str = attrs.field(default="", eq=False)
+    # What the host must advertise for the row to say anything of it (`requires:`, and
+    # what the row's own requests imply: evalModes and baselineRunId need
+    # baselineSelection, a fork the replay family).
+    requires: tuple[str, ...] = attrs.field(default=(), eq=False)
     # Every live-counter key the row's scripts and suites name.
     counter_keys: tuple[str, ...] = attrs.field(default=(), eq=False)
 
@@ -204,31 +212,44 @@ class Example:
     def expectation_names(self) -> set[str]:
         return {e.name for r in self.requests for e in r.expect}
 
-    def seams(self, inside: bool) -> set[str]:
-        """The conformance seams the row uses (`inside`: the simulator's inside is there to
-        stand in for what only it can see)."""
-        needed: set[str] = set()
+    def unmet(self, surface: Surface) -> list[str]:
+        """What the row requires that the host does not advertise."""
+        out = []
+        for name in self.requires:
+            if name in FAMILIES and not surface.family(name):
+                out.append(f"the {name} family")
+            elif name in FACET_MEMBERS and not surface.advertises(name):
+                out.append(f"agents.evalSuite.{name}")
+        return out
+
+    def fixtures(self) -> set[str]:
+        """The catalog fixtures the row runs beside its suites: the workflows it starts and
+        the agents and tools its requests and its suites name (the recorder and the counter
+        come with the three conformance fixtures)."""
+        needed = catalog.needs([a.args for a in self.actions])
         for action in self.actions:
-            seam = _ACTION_SEAMS.get(action.kind)
-            if seam is not None:
-                needed.add(seam)
-            if action.kind == "http":
-                path = str(action.args["path"])
-                for name in (SEAM_COUNTER, SEAM_SUITES, SEAM_TENANTS):
-                    if path.startswith("/conformance/seams/" + name):
-                        needed.add(name)
-        names = self.expectation_names
-        if names & {"counter_unchanged", "counter_moved"} or (
-                not inside and "live_calls_unchanged" in names):
-            needed.add(SEAM_COUNTER)
+            if action.kind == "create_workflow":
+                needed.add(str(action.args["workflow"]))
+            elif action.kind in ("register_suite", "create_eval") \
+                    and isinstance(action.args.get("suite"), str):
+                needed |= catalog.suite_needs(str(action.args["suite"]))
         return needed
 
     def needs_inside(self) -> str | None:
         """Why the row can only run in process (None when the wire can witness it): it pins
-        a profile of the built-in host, or every claim it makes needs the inside."""
+        a profile of the built-in host, the requirement it witnesses is one no outside
+        party can observe (its witness class is unwitnessable), or every claim it makes
+        needs the inside."""
         if self.profile is not None:
             return (f"it states a fact about the {self.profile!r} profile of the built-in "
                     "host, which a host behind HTTP cannot be switched to")
+        registry = load_registry()
+        requirement = registry.requirement(self.requirement_id) \
+            if self.requirement_id in registry else None
+        if requirement is not None and requirement.witness == "unwitnessable":
+            return (f"its requirement ({requirement.short}) is unwitnessable from outside: "
+                    "what it claims never reaches the wire, so only the simulator's inside "
+                    "can observe it")
         claims = self.expectation_names - {"status", "error"}
         blind = sorted(n for n in claims if not EXPECTATIONS[n].observable_outside)
         if claims and len(blind) == len(claims):
@@ -275,13 +296,18 @@ ACTIONS: Mapping[str, _Kind] = {
     "create_workflow": _kind(["workflow"], ["inputs", "fixture_runs", "extra", "key", "as"], 201,
                              creates_run=True),
     "fork": _kind(["run", "mode"], ["body", "key", "as"], 201, creates_run=True),
+    "cancel": _kind(["run"], ["key"], 200, shorthand="run"),
     "erase": _kind(["run"], ["key"], 200, shorthand="run"),
     "resolve": _kind(["run"], ["key"], 200, shorthand="run"),
     "add_tenant": _kind(["as", "name", "api_key"], ["workspace"], 201),
     "http": _kind(["path"], ["method", "body", "key", "as"], None, creates_run=True),
 }
-ROW_KEYS = frozenset({"id", "source", "requirement_id", "title", "profile", "setup", "request",
-                      "expect", "requests"})
+ROW_KEYS = frozenset({"id", "source", "requirement_id", "title", "profile", "requires",
+                      "setup", "request", "expect", "requests"})
+# What a row may require of the host, beside recordedFixtures (the gate): a member of the
+# agents.evalSuite facet, or a capability family at the discovery root.
+FACET_MEMBERS = frozenset({"fixtureErrors", "baselineSelection", "fixtureMatching"})
+FAMILIES = frozenset({"replay", "runList"})
 REQUEST_KEYS = frozenset({"label", "expect"})
 TOP_KEYS = frozenset({"examples", "suites", "definitions"})
 # Expectations that read the run the request created: its events or its summary.
@@ -334,8 +360,14 @@ def load_file(file: Path) -> list[Example]:
                          + ", ".join(sorted(TOP_KEYS)))
     suites = data.get("suites") or {}
     if not isinstance(suites, dict):
-        raise ValueError(f"{file}: `suites:` must map names to eval-suite documents")
+        raise ValueError(f"{file}: `suites:` must map names to catalog suites or eval-suite "
+                         "documents")
     for name, doc in suites.items():
+        if isinstance(doc, str):
+            if not catalog.is_suite(doc):
+                raise ValueError(f"{file}: suite {name!r} names {doc!r}, which is no suite "
+                                 "of the fixture catalog (specs/fixtures/)")
+            continue
         problems = schemas.issues("eval-suite.schema.json", doc)
         if problems:
             raise ValueError(f"{file}: suite {name!r} is not a valid eval suite: "
@@ -390,6 +422,11 @@ class _RowParser:
         profile = raw.get("profile")
         if profile is not None and (not isinstance(profile, str) or profile not in PROFILES):
             raise _Invalid(f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
+        requires = raw.get("requires") or []
+        if not isinstance(requires, list) or any(r not in FACET_MEMBERS | FAMILIES
+                                                 for r in requires):
+            raise _Invalid(f"requires must list some of {sorted(FACET_MEMBERS | FAMILIES)}, "
+                           f"got {requires!r}")
         setup_raw = raw.get("setup") or []
         if not isinstance(setup_raw, list):
             raise _Invalid("setup must be a list of actions")
@@ -413,8 +450,16 @@ class _RowParser:
             raise _Invalid("a row needs `request` + `expect` or `requests`")
         keys = sorted(set(_counter_keys(raw)) | {k for a in setup for k in _counter_keys(a.args)}
                       | {k for r in requests for k in _counter_keys(r.action.args)})
+        implied = set(requires)
+        for action in (*setup, *(r.action for r in requests)):
+            if action.kind == "fork":
+                implied.add("replay")
+            if "eval_modes" in action.args or "baselineRunId" in (action.args.get("extra")
+                                                                   or {}):
+                implied.add("baselineSelection")
         return Example(row_id, source, requirement, title, profile, setup, requests,
-                       self.file, tuple(keys))
+                       file=self.file, counter_keys=tuple(keys),
+                       requires=tuple(sorted(implied)))
 
     # -- pieces
 
@@ -445,7 +490,7 @@ class _RowParser:
         if "status" not in names:
             raise _Invalid(f"{where}: every request states the `status` it expects")
         status = next(e.value for e in expectations if e.name == "status")
-        if "error" in names and status < 400:
+        if "error" in names and (status == "4xx" or status < 400):
             raise _Invalid(f"{where}: `error` needs a refusal status (>= 400), not {status}")
         needs_run = sorted(names & _NEEDS_RUN)
         if needs_run and (status != 201 or not ACTIONS[action.kind].creates_run):
@@ -504,11 +549,18 @@ class _RowParser:
         return Action(kind, args)
 
     def _args_register_suite(self, args: dict[str, Any], where: str) -> dict[str, Any]:
+        """`suite` becomes a catalog fixture id (a string) or a row-local document."""
         suite = args["suite"]
         if isinstance(suite, str):
-            if suite not in self.suites:
-                raise _Invalid(f"{where}: no suite named {suite!r} under `suites:`")
-            suite = self.suites[suite]
+            if suite in self.suites:
+                suite = self.suites[suite]
+            elif not catalog.is_suite(suite):
+                raise _Invalid(f"{where}: no suite named {suite!r} under `suites:` or in the "
+                               "fixture catalog (specs/fixtures/)")
+        if isinstance(suite, str):
+            self.registered.add(suite)
+            args["suite"] = suite
+            return args
         problems = schemas.issues("eval-suite.schema.json", suite)
         if problems:
             raise _Invalid(f"{where}: not a valid eval suite: "
@@ -522,11 +574,12 @@ class _RowParser:
         if not isinstance(suite, str):
             raise _Invalid(f"{where}: `suite` must be a name, a fixture id or a suiteId")
         if suite in self.suites:
-            suite_id = str(self.suites[suite]["suiteId"])
-            if suite_id not in self.registered:
+            named = self.suites[suite]
+            key = named if isinstance(named, str) else str(named["suiteId"])
+            if key not in self.registered:
                 raise _Invalid(f"{where}: suite {suite!r} is used before any "
                                f"`register_suite: {suite}`")
-            args["suite"] = suite_id
+            args["suite"] = key
         modes = args.get("eval_modes")
         if modes is not None and (not isinstance(modes, list)
                                   or not all(isinstance(m, str) for m in modes)):
@@ -667,29 +720,45 @@ def run_examples(make_host: HostFor, prefix: str | None = None, *,
 def run_example(example: Example, host: HostClient, *,
                 keys: Mapping[str, str] | None = None) -> Row:
     """Judge one row on `host`. A row that names no profile is inapplicable on a host that
-    does not advertise recordedFixtures: it has nothing to say about such a host."""
-    gated = gate(Session(host, DEFAULT_TENANTS["acme"]).discovery(), fixtures=False)
+    does not advertise recordedFixtures: it has nothing to say about such a host. A row
+    that needs what the host does not offer (a seam, a fixture) is blocked, naming it."""
+    session = Session(host, dict(keys or DEFAULT_TENANTS)["acme"])
+    gated = gate(session.surface, fixtures=False)
     if example.profile is None and not gated.applies:
         return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
                             f"the host ({host.name}): {gated.reason}, and the row names no "
                             "profile of its own", check_id=example.id)
-    inspector = inspector_of(host)
-    missing = sorted(example.seams(inspector is not None) - gated.seams)
-    if missing:
-        return Row.unjudged(example.requirement_id, SCENARIO, Disposition.BLOCKED,
-                            f"the host ({host.name}) does not offer the conformance seam(s) "
-                            f"{', '.join(missing)} (discovery conformance.seams), which the row "
-                            "uses", check_id=example.id)
-    findings = _RowRun(example, host, inspector, dict(keys or DEFAULT_TENANTS)).run()
-    return Row.judged(example.requirement_id, SCENARIO, findings, check_id=example.id)
-
-
-_ACTION_SEAMS = {"register_suite": SEAM_SUITES, "add_tenant": SEAM_TENANTS,
-                 "erase": SEAM_ERASE, "resolve": SEAM_RESOLVE}
+    unmet = example.unmet(session.surface)
+    if unmet:
+        return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
+                            f"the host ({host.name}) does not advertise {', '.join(unmet)}, "
+                            "which the row's claim rests on", check_id=example.id)
+    run = _RowRun(example, host, inspector_of(host), dict(keys or DEFAULT_TENANTS))
+    try:
+        for fixture in sorted(example.fixtures()):
+            session.require_fixture(fixture)
+        findings = run.run()
+    except Unobservable as exc:
+        return Row.unjudged(example.requirement_id, SCENARIO, exc.disposition,
+                            f"the host ({host.name}): {exc.reason}", check_id=example.id)
+    if findings and all(f.ok for f in findings) and run.claims == 0 and run.notes:
+        return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
+                            f"the host ({host.name}): no claim of the row can be observed "
+                            "there: " + "; ".join(run.notes), check_id=example.id)
+    row = Row.judged(example.requirement_id, SCENARIO, findings, check_id=example.id)
+    if run.notes and row.passed:
+        row = attrs.evolve(row, detail=row.detail + "; not observable on this host: "
+                           + "; ".join(run.notes))
+    return row
 
 
 class _Unbound(Exception):
     """A `$name` whose run was never captured, because the action that makes it failed."""
+
+
+# The expectations that only say the request was answered as a control expects: a row
+# whose every other expectation could not be observed on a host has observed no claim.
+CONTROLS = frozenset({"status", "error"})
 
 
 @attrs.define
@@ -706,9 +775,16 @@ class _RowRun:
     # The tenant each label names on this host (learnt from the runs it mints), so a literal
     # id written `acme/...` in the table names the caller's own tenant whatever it is called.
     tenant_names: dict[str, str] = attrs.Factory(dict)
-    # Unique to this run of the row: suiteIds it registers carry it, so a host that has
-    # seen the row before (or another tenant's suite of that name) answers as if new.
+    # Unique to this run of the row: suiteIds it registers through the suite seam carry
+    # it, so a host that has seen the row before answers as if new.
     tag: str = attrs.Factory(nonce)
+    # (tenant label, catalog fixture id or suiteId) -> the evalSuiteRef to send.
+    suite_refs: dict[tuple[str, str], str] = attrs.Factory(dict)
+    # Claims (findings of expectations other than the controls) judged, and what could not
+    # be observed on this host (an expectation the host's wire cannot carry).
+    claims: int = 0
+    notes: list[str] = attrs.Factory(list)
+    current: Action | None = None
 
     @property
     def req(self) -> str:
@@ -718,12 +794,20 @@ class _RowRun:
     def counter_keys(self) -> tuple[str, ...]:
         return self.example.counter_keys
 
+    @property
+    def noise(self) -> frozenset[str]:
+        return noise_of_host(self.session("acme"))
+
     def session(self, tenant: str) -> Session:
         return Session(self.host, self.keys[tenant], self.inspector)
 
     def run(self) -> list[Finding]:
         for index, action in enumerate(self.example.setup):
             what = f"setup {index + 1} ({action.kind})"
+            if action.kind == "register_suite":
+                ref, how = self.register(action)
+                self.findings.append(ok(self.req, f"{what}: the suite is there as {ref} ({how})"))
+                continue
             try:
                 response = self.perform(action)
             except _Unbound as exc:
@@ -768,23 +852,44 @@ class _RowRun:
             return [self.subst(v) for v in value]
         return value
 
-    def _suite_id(self, suite_id: str) -> str:
-        registered = {str(a.args["suite"]["suiteId"]) for a in self.example.actions
-                      if a.kind == "register_suite"}
-        return f"{suite_id}-{self.tag}" if suite_id in registered else suite_id
+    def register(self, action: Action) -> tuple[str, str]:
+        """Make a suite the row runs available to the action's tenant: a catalog suite by
+        its fixture id where discovery lists it, else through the suite seam (a row-local
+        suite only that way); `Unobservable` where neither is offered."""
+        suite, tenant = action.args["suite"], action.tenant
+        session = self.session(tenant)
+        if isinstance(suite, str):
+            key = suite
+            listed = session.surface.lists(suite)
+            ref = session.require_suite(suite, catalog.suite(suite), self.tag)
+        else:
+            key, listed = str(suite["suiteId"]), False
+            ref = session.require_suite(key, suite, self.tag)
+        self.suite_refs[(tenant, key)] = ref
+        return ref, ("listed in discovery fixtures" if listed
+                     else "registered through the suite seam")
 
-    def perform(self, action: Action) -> Response:
+    def suite_ref(self, tenant: str, suite: str) -> str:
+        """The evalSuiteRef for a suite the row names: one registered for this tenant, a
+        catalog suite made available now, or the value as it stands (a suiteId)."""
+        if (tenant, suite) in self.suite_refs:
+            return self.suite_refs[(tenant, suite)]
+        if catalog.is_suite(suite):
+            ref = self.session(tenant).require_suite(suite, catalog.suite(suite), self.tag)
+            self.suite_refs[(tenant, suite)] = ref
+            return ref
+        return suite
+
+    def perform(self, action: Action, args: dict[str, Any] | None = None) -> Response:
         kind = action.kind
         session = self.session(action.tenant)
         self.current_args = dict(action.args)
-        if kind == "register_suite":  # a suite document is data, never substituted
-            suite = dict(action.args["suite"])
-            suite["suiteId"] = self._suite_id(str(suite["suiteId"]))
-            return session.register_suite(suite)
-        args: dict[str, Any] = self.subst(dict(action.args))
+        self.current = action
+        if args is None:
+            args = self.subst(dict(action.args))
         if kind == "create_eval":
-            body = eval_body(self._suite_id(args["suite"]), args.get("fixture_runs"),
-                             agent_id=args.get("agent", RECORDER))
+            body = eval_body(self.suite_ref(action.tenant, args["suite"]),
+                             args.get("fixture_runs"), agent_id=args.get("agent", RECORDER))
             if "eval_modes" in args:
                 body["evalModes"] = args["eval_modes"]
             body.update(args.get("extra", {}))
@@ -799,21 +904,36 @@ class _RowRun:
         if kind == "fork":
             return session.request("POST", run_path(args["run"], ":fork"),
                                    json={"mode": args["mode"], **args.get("body", {})})
+        if kind == "cancel":
+            return session.request("POST", run_path(args["run"], "/cancel"), json={})
         if kind == "erase":
-            return session.erase(args["run"])
+            return session.require_erase(args["run"])
         if kind == "resolve":
-            return session.resolve(args["run"])
+            return session.require_resolve(args["run"])
         if kind == "add_tenant":
             # The key is new to every run of the row; the tenant is the one the row names.
             name = self.tenant_names.get(args["name"], args["name"])
-            return session.add_tenant(name, f"{args['api_key']}-{self.tag}",
-                                      args.get("workspace"))
+            return session.require_tenant(name, f"{args['api_key']}-{self.tag}",
+                                          args.get("workspace"))
         assert kind == "http", kind
         path = _PATH_REF_RE.sub(lambda m: project(self.subst("$" + m.group(1))), args["path"])
         method = args.get("method", "POST")
         if "body" in args:
             return session.request(method, path, json=args["body"])
         return session.request(method, path)
+
+    def control(self, values: Sequence[str]) -> Response | None:
+        """The request just made, made again with each of `values` replaced by a control
+        value of the same shape (`judges.control_value`): what the host says whatever the
+        value is. Only for a request the host refused (it changes nothing)."""
+        action = self.current
+        if action is None:
+            return None
+        text = json.dumps(self.subst(dict(action.args)))
+        for value in values:
+            text = text.replace(json.dumps(value)[1:-1], json.dumps(
+                judges.control_value(value))[1:-1])
+        return self.perform(action, json.loads(text))
 
     def capture(self, action: Action, response: Response) -> None:
         body = response.json
@@ -835,8 +955,15 @@ class _RowRun:
 
     def request(self, request: Request) -> list[Finding]:
         tenant = request.action.tenant
-        before = {e.name: EXPECTATIONS[e.name].before(self, e.value, tenant)
-                  for e in self._judged(request)}
+        judged = self._judged(request)
+        before = {}
+        for e in judged:
+            try:
+                before[e.name] = EXPECTATIONS[e.name].before(self, e.value, tenant)
+            except Unobservable as exc:
+                if exc.disposition is not Disposition.INAPPLICABLE:
+                    raise
+                before[e.name] = exc
         response = self.perform(request.action)
         self.responses[request.label] = response
         self.capture(request.action, response)
@@ -844,11 +971,21 @@ class _RowRun:
         agent = str(request.action.args.get("agent", RECORDER))
         out: list[Finding] = []
         names = {e.name for e in request.expect}
-        for e in self._judged(request):
+        for e in judged:
             if e.name == "error" or (e.name == "status" and "error" in names):
                 continue  # judged together below
-            found = EXPECTATIONS[e.name].judge(self, request.label, e.value, observed,
-                                               before[e.name], tenant, agent)
+            try:
+                if isinstance(before[e.name], Unobservable):
+                    raise before[e.name]
+                found = EXPECTATIONS[e.name].judge(self, request.label, e.value, observed,
+                                                   before[e.name], tenant, agent)
+            except Unobservable as exc:
+                if exc.disposition is not Disposition.INAPPLICABLE:
+                    raise
+                self.notes.append(f"{request.label}: {e.name}: {exc.reason}")
+                continue
+            if e.name not in CONTROLS:
+                self.claims += len(found)
             out += [_labelled(request.label, f) for f in found]
         if "error" in names:
             status = next(e.value for e in request.expect if e.name == "status")
@@ -873,7 +1010,7 @@ class _RowRun:
     # -- observing
 
     def counter(self, tenant: str, key: str) -> int | None:
-        return self.session(tenant).counter(key)
+        return self.session(tenant).require_counter(key)
 
     def events_of(self, ref: str) -> list[dict[str, Any]]:
         name = ref.removeprefix("$")

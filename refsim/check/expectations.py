@@ -15,7 +15,7 @@ import attrs
 
 from refsim.check import judges
 from refsim.check.findings import Finding, check, fail
-from refsim.check.observe import Inspector, Observed, Session, run_path
+from refsim.check.observe import Inspector, Observed, Session, inapplicable, run_path
 from refsim.domain.canonical import canonical
 from refsim.wire.response import Response
 
@@ -56,6 +56,15 @@ class Context(Protocol):
     def counter(self, tenant: str, key: str) -> int | None: ...
 
     def events_of(self, ref: str) -> list[dict[str, Any]]: ...
+
+    @property
+    def noise(self) -> frozenset[str]:
+        """What varies between answers to one and the same request on this host."""
+        ...
+
+    def control(self, values: Sequence[str]) -> Response | None:
+        """The request just judged, made again with control values in place of `values`."""
+        ...
 
 
 class Expectation:
@@ -147,16 +156,21 @@ def _includes(actual: Any, want: Any) -> bool:
 
 
 class Status(Expectation):
-    name, form = "status", "N"
-    doc = "the HTTP status (201: the created judge); every request states one"
+    name, form = "status", "N | 4xx"
+    doc = ("the HTTP status (201: the created judge; 4xx: any refusal, where the RFC asks "
+           "for one and names no code); every request states one")
 
     def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
+        if value == "4xx":
+            return value
         return _int(value, where)
 
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         if value == 201:
             return [judges.created(ctx.req, obs.response, label)]
+        if value == "4xx":
+            return judges.refused_registered(ctx.req, obs.response, label)
         got = obs.response.status
         return [check(ctx.req, got == value, f"{label}: expected {value}, got {got}",
                       judges._obs(obs.response))]
@@ -189,8 +203,13 @@ class NoEcho(Expectation):
 
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
-        return [judges.no_echo(ctx.req, obs.response, [str(v) for v in ctx.subst(value)],
-                               label)]
+        supplied = [str(v) for v in ctx.subst(value)]
+        controls: list[Response] = []
+        if obs.response.status >= 400 and judges.echo_windows(obs.response, supplied):
+            # Text any refusal carries is no echo: ask again with control values to see it.
+            control = ctx.control(supplied)
+            controls = [control] if control is not None else []
+        return [judges.no_echo(ctx.req, obs.response, supplied, label, controls)]
 
 
 class IdenticalTo(Expectation):
@@ -205,7 +224,8 @@ class IdenticalTo(Expectation):
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         pairs = [(other, ctx.responses[other]) for other in value]
-        return [judges.uniform(ctx.req, [*pairs, (label, obs.response)], exact=self.exact)]
+        return [judges.uniform(ctx.req, [*pairs, (label, obs.response)], exact=self.exact,
+                               noise=ctx.noise if self.exact else frozenset())]
 
 
 class DiffersFrom(Expectation):
@@ -219,7 +239,8 @@ class DiffersFrom(Expectation):
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         return [judges.differs(ctx.req, obs.response,
-                               [(other, ctx.responses[other]) for other in value], label)]
+                               [(other, ctx.responses[other]) for other in value], label,
+                               ctx.noise)]
 
 
 class SameCodeAs(IdenticalTo):
@@ -262,6 +283,11 @@ class OutcomesEqualSource(Expectation):
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         source = [event for ref in value for event in ctx.events_of(ref)]
+        if not judges.outcomes_on_wire(source, agent) \
+                and not judges.outcomes_on_wire(obs.events, agent):
+            raise inapplicable(f"{agent}'s lane carries no outcome or error on the wire "
+                               "(argsHash alone, RFC 0252 §C), so the outcomes cannot be "
+                               "compared there")
         return judges.outcomes_equal(ctx.req, source, obs.events, agent)
 
 
@@ -499,15 +525,22 @@ class RunsUnchanged(Flag):
     name = "runs_unchanged"
     doc = "refused before the run starts: nothing was minted"
     inside = True
-    outside = "the answer names no run (no runId, eventsUrl, statusUrl or Location)"
+    outside = ("the answer names no run (no runId, eventsUrl, statusUrl or Location), and "
+               "where the host advertises run listing (runList) the list gains no run")
 
     def before(self, ctx: Context, value: Any, tenant: str) -> Any:
-        return None if ctx.inspector is None else ctx.inspector.run_count()
+        count = None if ctx.inspector is None else ctx.inspector.run_count()
+        return count, ctx.session(tenant).list_runs()
 
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
+        count, listed = before
         after = None if ctx.inspector is None else ctx.inspector.run_count()
-        return [judges.nothing_minted(ctx.req, obs.response, label, before, after)]
+        out = [judges.nothing_minted(ctx.req, obs.response, label, count, after)]
+        if listed is not None:
+            out.append(judges.no_new_runs(ctx.req, listed, ctx.session(tenant).list_runs(),
+                                          label))
+        return out
 
 
 class ResolutionsUnchanged(Expectation):

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from refsim import paths, yaml_data
+from refsim import catalog, paths, yaml_data
 from refsim.check import judges
 from refsim.check.findings import Disposition, Finding, Row, check, fail
 from refsim.check.ids import req_id
@@ -24,18 +24,19 @@ from refsim.check.observe import (
     KEYS,
     RECORDER,
     REPLAY,
-    SEAM_COUNTER,
-    SEAM_ERASE,
-    SEAM_SUITES,
     SOURCE,
     TENANT_A,
     TENANT_B,
+    UNKNOWN_OPAQUE,
     Inspector,
     Observed,
     Session,
+    Unobservable,
     eval_body,
     gate,
+    inapplicable,
     inspector_of,
+    noise_of_host,
     nonce,
     run_path,
 )
@@ -44,9 +45,6 @@ from refsim.wire.client import HostClient
 from refsim.wire.response import Response
 
 SCENARIO = "invariants"
-# A well-formed opaque segment no host minted.
-UNKNOWN_OPAQUE = "run-0252invariant000000"
-VAULT = "refsim.tools:vault"
 
 TIERS = ("protocol", "reference-impl")
 SEVERITIES = ("critical", "high", "medium", "low")
@@ -72,23 +70,26 @@ class Probe:
     a: Session
     b: Session
     inspector: Inspector | None
-    # Unique to one run of the check: suiteIds it registers carry it.
+    # Unique to one run of the check: suiteIds it registers through the seam carry it.
     tag: str = attrs.Factory(nonce)
 
-    def suite(self, suite: dict[str, Any]) -> dict[str, Any]:
-        """`suite` under a suiteId unique to this run, registered by tenant A."""
-        doc = {**suite, "suiteId": f"{suite['suiteId']}-{self.tag}"}
-        self.registered = self.a.register_suite(doc)
-        return doc
-
-    registered: Response | None = None
+    def suite(self, fixture: str) -> str:
+        """The evalSuiteRef of a catalog suite for tenant A: its fixture id where discovery
+        lists it, else registered through the suite seam; `Unobservable` otherwise."""
+        return self.a.require_suite(fixture, catalog.suite(fixture), self.tag)
 
     def count(self, session: Session, key: str = COUNTER_KEY) -> int:
-        """The live counter through the seam; on the simulator without it, from inside."""
-        value = session.counter(key)
-        if value is None and self.inspector is not None:
+        """The live counter through the seam; on the simulator without it, from inside;
+        `Unobservable` (the row is blocked) where neither can read it."""
+        try:
+            return session.require_counter(key)
+        except Unobservable:
+            if self.inspector is None:
+                raise
             value = self.inspector.counter(session.api_key, key)
-        return -1 if value is None else value
+            if value is None:
+                raise
+            return value
 
 
 Check = Callable[[Probe], list[Finding]]
@@ -105,13 +106,15 @@ def _check(fn: Check) -> Check:
     return fn
 
 
-# The conformance seams each check uses; a host that offers none of them gets a blocked row.
-NEEDS: dict[str, frozenset[str]] = {}
+# The catalog fixtures each check runs beside its suites (the workflows it starts and the
+# agents and tools its scripts name); a host that does not list one gets a blocked row.
+# The seams a check uses it asks for as it goes (`Session.require_*`).
+FIXTURES_USED: dict[str, frozenset[str]] = {}
 
 
-def _needs(*seams: str) -> Callable[[Check], Check]:
+def _needs(*fixtures: str) -> Callable[[Check], Check]:
     def mark(fn: Check) -> Check:
-        NEEDS[fn.__name__] = frozenset(seams)
+        FIXTURES_USED[fn.__name__] = frozenset(fixtures)
         return fn
     return mark
 
@@ -262,26 +265,22 @@ def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = Non
             continue
         host = make_host()
         a = Session(host, keys[TENANT_A])
-        gated = gate(a.discovery(), fixtures=False)
+        gated = gate(a.surface, fixtures=False)
         if inv.check not in UNGATED and not gated.applies:
             rows.append(Row.unjudged(inv.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
                                      str(gated.reason), check_id=inv.id))
             continue
         inspector = inspector_of(host)
-        # Inside the simulator the counter is read from inside when the seam is missing.
-        needed = NEEDS.get(inv.check, frozenset()) - (
-            {SEAM_COUNTER} if inspector is not None else set())
-        missing = sorted(needed - gated.seams)
-        if missing:
-            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, Disposition.BLOCKED,
-                                     f"the host does not offer the conformance seam(s) "
-                                     f"{', '.join(missing)} (discovery conformance.seams), "
-                                     "which the check uses", check_id=inv.id))
-            continue
         probe = Probe(host, Session(host, keys[TENANT_A], inspector),
                       Session(host, keys[TENANT_B], inspector), inspector)
         try:
+            for fixture in sorted(FIXTURES_USED.get(inv.check, ())):
+                probe.a.require_fixture(fixture)
             findings = CHECKS[inv.check](probe)
+        except Unobservable as exc:  # a fact the host does not offer: never a failure
+            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, exc.disposition,
+                                     exc.reason, check_id=inv.id))
+            continue
         except Exception as exc:  # a check that crashes on a host is a failed check, with why
             findings = [fail(inv.requirement_id, f"the check {inv.check} raised {exc!r}")]
         # A row's findings are filed under the row's requirement id.
@@ -309,14 +308,6 @@ def _bound_row(inv: Invariant, make_host: Callable[[], HostClient], keys: dict[s
 # ----------------------------------------------------------------------------- helpers
 
 
-def _suite(suite_id: str, tasks: Mapping[str, list[Any]], decision: str) -> dict[str, Any]:
-    return {"suiteId": suite_id, "version": "1.0.0", "modes": ["golden"],
-            "tasks": [{"taskId": task_id, "input": {"script": script},
-                       "expected": {"kind": "golden",
-                                    "match": {"strategy": "exact", "value": decision}}}
-                      for task_id, script in tasks.items()]}
-
-
 def _call(tool: str, args: Any) -> dict[str, Any]:
     return {"call": tool, "args": args}
 
@@ -325,18 +316,17 @@ def _counter(op: str, key: str = COUNTER_KEY) -> dict[str, Any]:
     return _call(COUNTER_TOOL, {"op": op, "key": key})
 
 
+def _script(fixture: str, task: str) -> list[Any]:
+    """The script of a task of a catalog suite: the source a check records runs the same."""
+    doc = catalog.suite(fixture)
+    return list(next(t for t in doc["tasks"] if t["taskId"] == task)["input"]["script"])
+
+
 def _controls(req: str, obs: Observed, what: str) -> list[Finding]:
     """Positive control: the run was created and completed."""
     return [judges.created(req, obs.response, what),
             check(req, obs.completed, f"{what}: reached run.completed" if obs.completed
                   else f"{what}: never reached run.completed")]
-
-
-def _registered(req: str, probe: Probe, what: str) -> Finding:
-    r = probe.registered
-    return check(req, r is not None and r.status == 201,
-                 f"{what} was registered" if r is not None and r.status == 201 else
-                 f"{what} was not registered ({None if r is None else r.status})")
 
 
 def _returned(events: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -356,6 +346,15 @@ def _live(probe: Probe, keys: Sequence[str]) -> Any:
     return {key: probe.count(probe.a, key) for key in keys}
 
 
+def _refusal_controls(session: Session, response: Response, value: str,
+                      body: Callable[[str], Any]) -> list[Response]:
+    """The same refused request made again for a control value, where the answer holds a
+    run of the id: what the host says whatever the id (`judges.no_echo`)."""
+    if response.status < 400 or not judges.echo_windows(response, [value]):
+        return []
+    return [session.create(body(judges.control_value(value)))]
+
+
 # ----------------------------------------------------------------------------- checks
 
 R_UNIFORM = req_id("0252.source-uniform")
@@ -368,39 +367,48 @@ R_GONE_COPY = req_id("0252.gone-copy-refused")
 R_ECHO = req_id("0252.echo-verbatim")
 R_FACET = req_id("0252.facet-implies-matching")
 R_NEVER_ON_WIRE = req_id("0252.derived-never-on-wire")
+AGENT_CALL, WAIT_INPUT, NOOP = "conformance-agent-call", "conformance-wait-input", \
+    "conformance-noop"
+VAULT_FIXTURE = "refsim-tool-vault"
+
+
+def _replay_body(value: str) -> Any:
+    return eval_body(REPLAY, {"record": value})
 
 
 @_check
+@_needs(WAIT_INPUT, NOOP)
 def check_tenant_scoped(probe: Probe) -> list[Finding]:
-    """§C: every unusable source, another tenant's included, gets one id-free refusal."""
+    """§C: every unusable source, another tenant's included, gets one id-free refusal; a
+    retry of it gets the same."""
     req = R_UNIFORM
     a, b = probe.a, probe.b
     own = a.eval(SOURCE)
     out = _controls(req, own, "the caller's own source run")
     if own.run_id is None:
         return out
-    out.append(judges.created(req, a.create(eval_body(REPLAY, {"record": own.run_id})),
+    out.append(judges.created(req, a.create(_replay_body(own.run_id)),
                               "positive control: the caller's own completed source"))
     foreign = b.eval(SOURCE)
     out += _controls(req, foreign, "tenant B's source run")
-    waiting = b.workflow("conformance-wait-input",
-                         {"agentId": RECORDER, "script": [_counter("read")]})
+    waiting = b.workflow(WAIT_INPUT, {"agentId": RECORDER, "script": [_counter("read")]})
     out.append(judges.created(req, waiting, "tenant B's run waiting for input"))
     if foreign.run_id is None or waiting.status != 201:
         return out
     waiting_id = str(waiting.json["runId"])
+    b.events(waiting_id)  # until it waits (a host may get there after answering)
     snap = b.get_run(waiting_id)
     status = snap.json.get("status") if isinstance(snap.json, dict) else None
     out.append(check(req, status == "waiting-input",
                      f"tenant B's waiting run is not terminal ({status})"))
     # The caller's own unusable runs too: a foreign run must read like every other reason.
-    own_waiting = a.workflow("conformance-wait-input",
-                             {"agentId": RECORDER, "script": [_counter("read")]})
-    noop = a.workflow("conformance-noop")
+    own_waiting = a.workflow(WAIT_INPUT, {"agentId": RECORDER, "script": [_counter("read")]})
+    noop = a.workflow(NOOP)
     out.append(judges.created(req, own_waiting, "the caller's run waiting for input"))
     out.append(judges.created(req, noop, "the caller's run that never invokes the agent"))
     if own_waiting.status != 201 or noop.status != 201:
         return out
+    a.events(str(own_waiting.json["runId"]))
     mine, theirs = _tenant(own.run_id), _tenant(foreign.run_id)
     foreign_opaque = foreign.run_id.split("/", 1)[1]
     cases = (("an unknown id", f"{mine}/{UNKNOWN_OPAQUE}"),
@@ -413,56 +421,65 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
              ("the caller's non-terminal run", str(own_waiting.json["runId"])),
              ("the caller's run without the agent", str(noop.json["runId"])))
     runs_before = probe.inspector.run_count() if probe.inspector else None
+    listed = a.list_runs()
     responses = []
     for label, value in cases:
-        r = a.create(eval_body(REPLAY, {"record": value}))
+        r = a.create(_replay_body(value))
         out += judges.refused(req, r, label)
-        out.append(judges.no_echo(req, r, [value], label))
+        out.append(judges.no_echo(req, r, [value], label,
+                                  _refusal_controls(a, r, value, _replay_body)))
         out.append(judges.nothing_minted(req, r, label))
         responses.append((label, r))
-    out.append(judges.uniform(req, responses, exact=True))
+        # A retry cannot change what was refused.
+        again = a.create(_replay_body(value))
+        responses.append((label + ", asked again", again))
+    out.append(judges.uniform(req, responses, exact=True, noise=noise_of_host(a)))
     if probe.inspector is not None:
         out.append(judges.nothing_minted(req, responses[-1][1], "the refusals", runs_before,
                                          probe.inspector.run_count()))
+    if listed is not None:
+        out.append(judges.no_new_runs(req, listed, a.list_runs(), "the refusals"))
     return out
 
 
+CONTENT_SUITE = "refsim-invariant-content-free"
 CONTENT_QUERY = "content-marker-0252-query"
 CONTENT_DECISION = "content-marker-0252-decision"
 
 
 @_check
-@_needs(SEAM_SUITES)
+@_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_summary_content_free(probe: Probe) -> list[Finding]:
     """§D + RFC 0081: eval.* events and the summary carry no recorded or task content."""
     req = R_CONTENT_FREE
     a = probe.a
-    script = [_call(VAULT, {"query": CONTENT_QUERY}), _counter("inc"), _counter("read"),
-              {"decide": CONTENT_DECISION}]
-    drift = [_call(VAULT, {"query": CONTENT_QUERY + "-drift"}), _counter("read"),
-             {"decide": CONTENT_DECISION}]
-    suite = probe.suite(_suite("refsim.invariants.evals.content-free",
-                               {"served": script, "drifted": drift}, CONTENT_DECISION))
-    out = [_registered(req, probe, "the content suite")]
+    suite = probe.suite(CONTENT_SUITE)
+    script = _script(CONTENT_SUITE, "served")
     source = a.agent_run(script)
-    out += _controls(req, source, "the marked source run")
+    out = _controls(req, source, "the marked source run")
     if source.run_id is None:
         return out
     # The held calls, where the inside shows them; else the wire of the recorder lane.
     held: Any = probe.inspector.held_calls(source.run_id) if probe.inspector else \
         source.events
+    if probe.inspector is None and not judges.outcomes_on_wire(source.events, RECORDER):
+        raise inapplicable("the recorder's lane carries no outcome on the wire, so the "
+                           "content to look for is not there to find")
     out.append(judges.present_in(req, held, "vault:" + CONTENT_QUERY,
                                  "positive control: the source's recorded vault answer"))
-    replay = a.eval(suite["suiteId"], {"served": source.run_id, "drifted": source.run_id})
+    replay = a.eval(suite, {"served": source.run_id, "drifted": source.run_id})
     out += _controls(req, replay, "the replay")
     if replay.run_id is None:
         return out
     out += judges.miss_count(req, replay.events, replay.summary, "served", 0)
     out += judges.miss_count(req, replay.events, replay.summary, "drifted", 1)
-    fork = a.forked(replay.run_id, "replay")
-    out += _controls(req, fork, "a replay fork of the eval run")
+    fork = a.forked(replay.run_id, "replay") if a.surface.family("replay") else None
+    runs = [("the eval run", replay)]
+    if fork is not None:
+        out += _controls(req, fork, "a replay fork of the eval run")
+        runs.append(("its replay fork", fork))
     markers = ["vault:" + CONTENT_QUERY, CONTENT_QUERY, CONTENT_DECISION]
-    for label, obs in (("the eval run", replay), ("its replay fork", fork)):
+    for label, obs in runs:
         out += judges.content_free(req, obs.summary, obs.events)
         eval_events = [e for e in obs.events if str(e.get("type", "")).startswith("eval.")]
         out.append(judges.no_content_in(req, [obs.summary, eval_events], markers,
@@ -470,8 +487,11 @@ def check_summary_content_free(probe: Probe) -> list[Finding]:
     return out
 
 
+FAIL_CLOSED_SUITE = "refsim-invariant-fail-closed"
+
+
 @_check
-@_needs(SEAM_SUITES, SEAM_COUNTER)
+@_needs(VAULT_FIXTURE)
 def check_fail_closed(probe: Probe) -> list[Finding]:
     """§D + Security: a miss reaches no live tool, is counted, and fails the task."""
     req = R_FAIL_CLOSED
@@ -482,11 +502,7 @@ def check_fail_closed(probe: Probe) -> list[Finding]:
     out.append(judges.counter_moved(req, before, probe.count(a), "the source run"))
     if source.run_id is None:
         return out
-    changed = probe.suite(_suite("refsim.invariants.evals.fail-closed",
-                                 {"record": [_counter("inc"), _counter("read"), _counter("inc"),
-                                             _call(VAULT, {"query": "never-recorded"}),
-                                             {"decide": "recorded"}]}, "recorded"))
-    out.append(_registered(req, probe, "the changed-agent suite"))
+    changed = probe.suite(FAIL_CLOSED_SUITE)
     watched = (COUNTER_KEY, DRIFT_KEY)
     live, count, drift_count = _live(probe, watched), probe.count(a), probe.count(a, DRIFT_KEY)
     drift = a.observe(a.create(eval_body(DRIFT, {"record": source.run_id})))
@@ -496,7 +512,7 @@ def check_fail_closed(probe: Probe) -> list[Finding]:
     out.append(judges.counter_unchanged(req, count, probe.count(a), "the drifted replay"))
     out.append(judges.counter_delta(req, drift_count, probe.count(a, DRIFT_KEY), 0,
                                     "the drifted inc's own key"))
-    again = a.eval(changed["suiteId"], {"record": source.run_id})
+    again = a.eval(changed, {"record": source.run_id})
     out.append(judges.created(req, again.response, "a changed agent that repeats a consumed "
                               "call and calls a new tool"))
     out += judges.miss_count(req, again.events, again.summary, "record", 2)
@@ -508,27 +524,28 @@ def check_fail_closed(probe: Probe) -> list[Finding]:
     return out
 
 
+VAULT_SUITE = "refsim-invariant-vault"
+
+
 @_check
 @_inside("derived entries and the egress log never leave the host: only the simulator's "
          "inside shows that no credential entered a copy (the RFC calls it unwitnessable)")
-@_needs(SEAM_SUITES)
+@_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_no_egress_credential(probe: Probe) -> list[Finding]:
     """§D SR-1: the egress-injected credential never enters a derived entry or the wire."""
     req = R_NO_EGRESS
     a, inspector = probe.a, probe.inspector
     assert inspector is not None
-    script = [_call(VAULT, {"query": "q"}), {"decide": "ok"}]
-    suite = probe.suite(_suite("refsim.invariants.evals.vault", {"vault": script}, "ok"))
-    out = [_registered(req, probe, "the vault suite")]
-    source = a.agent_run(script)
-    out += _controls(req, source, "the vault source run")
+    suite = probe.suite(VAULT_SUITE)
+    source = a.agent_run(_script(VAULT_SUITE, "vault"))
+    out = _controls(req, source, "the vault source run")
     secrets = inspector.egress_secrets()
     log = inspector.egress_log()
     out.append(check(req, any(judges.present_in(req, log, s, "").ok for s in secrets),
                      "positive control: a tenant's vault credential is in the egress log"))
     if source.run_id is None:
         return out
-    replay = a.eval(suite["suiteId"], {"vault": source.run_id})
+    replay = a.eval(suite, {"vault": source.run_id})
     out += _controls(req, replay, "the vault replay")
     if replay.run_id is None:
         return out
@@ -552,49 +569,44 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
 
 
 @_check
-@_needs(SEAM_ERASE)
+@_inside("v2 has no portable run deletion (RFC 0252's falsifiability table): no outside "
+         "party can take the source away and see that a fork still needs nothing of it; "
+         "inside, the source is deleted outright and the host's resolution and derivation "
+         "counts are read")
 def check_no_reresolution(probe: Probe) -> list[Finding]:
     """§E: forks of an eval run read the stored copy and never resolve the source again.
 
-    On the wire, through the erase seam: the source's held calls lapse (`scope=held-calls`,
-    §C's "not required to retain calls"), so the source is no longer usable, yet forks of
-    the eval run must still be served the recorded answers, which only the stored copy can
-    give. Inside the simulator also: the source deleted outright, and the host's
-    resolution count (which only a SourcePolicy moves) must not grow.
+    The source deleted outright, the way a host that deletes runs would (not the erase
+    seam: that erases the copy too): forks of the eval run must still be served the
+    recorded answers, which only the stored copy can give; and neither a fork before the
+    deletion nor one after may resolve the source or derive from it again.
     """
     req = R_NO_RERESOLVE
     a, inspector = probe.a, probe.inspector
+    assert inspector is not None
+    if not a.surface.family("replay"):
+        raise inapplicable("the host does not advertise the replay family (forkRun)")
     source = a.eval(SOURCE)
     out = _controls(req, source, "the source run")
     if source.run_id is None:
         return out
     replay = a.eval(REPLAY, {"record": source.run_id})
     out += _controls(req, replay, "the eval run")
-    resolved = inspector.resolutions(source.run_id) if inspector is not None else 0
-    if inspector is not None:
-        out.append(check(req, resolved >= 1, f"positive control: creating the eval run "
-                         f"resolved the source ({resolved} time(s))"))
     if replay.run_id is None:
         return out
-    lapsed = a.erase(source.run_id, held_calls_only=True)
-    out.append(check(req, lapsed.status == 200, "the source's held calls lapsed through the "
-                     f"erase seam ({lapsed.status})"))
-    unusable = a.create(eval_body(REPLAY, {"record": source.run_id}))
-    out += judges.refused(req, unusable, "positive control: a new eval naming the lapsed "
-                          "source")
-    if inspector is not None:
-        resolved = inspector.resolutions(source.run_id)  # that create resolved it once more
-        # The effect, again, with the source gone outright, the way a host that deletes
-        # runs would (not the erase seam: that erases the copy too).
-        out.append(check(req, inspector.delete_run(source.run_id),
-                         "the source was deleted from the host"))
+    resolved = inspector.resolutions(source.run_id)
+    derived = inspector.derivations(source.run_id)
+    out.append(check(req, resolved >= 1 and derived >= 1,
+                     f"positive control: creating the eval run resolved the source "
+                     f"({resolved} time(s)) and derived from it ({derived})"))
+    forks = [("a replay fork while the source is there", a.forked(replay.run_id, "replay")),
+             ("a branch fork while the source is there", a.forked(replay.run_id, "branch"))]
+    out.append(check(req, inspector.delete_run(source.run_id),
+                     "the source was deleted from the host"))
     count = probe.count(a)
-    gone = "deleted from the host" if inspector is not None else "lapsed"
-    # Each must be created (201) and served from the copy: a fork that needs the source
-    # is refused now, or misses.
-    forks = [(f"a {mode} fork with the source {gone}", a.forked(replay.run_id, mode))
-             for mode in ("replay", "branch")]
-    branch = forks[1][1].run_id
+    forks += [(f"a {mode} fork with the source deleted", a.forked(replay.run_id, mode))
+              for mode in ("replay", "branch")]
+    branch = forks[-1][1].run_id
     if branch is not None:
         forks.append(("a branch of the branch", a.forked(branch, "branch")))
     for label, fork in forks:
@@ -602,63 +614,39 @@ def check_no_reresolution(probe: Probe) -> list[Finding]:
         if judges.outcomes_on_wire(source.events, RECORDER):
             out += judges.outcomes_equal(req, source.events, fork.events, RECORDER)
         out += judges.miss_count(req, fork.events, fork.summary, "record", 0)
-        if inspector is not None:
-            out.append(judges.no_reresolution(req, resolved,
-                                              inspector.resolutions(source.run_id), label))
-    if count >= 0:  # the counter seam (or the inside) lets the counter be read
-        out.append(judges.counter_unchanged(req, count, probe.count(a), "the forks"))
-    if inspector is not None:
-        out += _fork_after_erasure(probe)
+        out.append(judges.no_reresolution(req, resolved, inspector.resolutions(source.run_id),
+                                          label))
+        out.append(check(req, inspector.derivations(source.run_id) == derived,
+                         f"{label}: nothing was derived from the source again"
+                         if inspector.derivations(source.run_id) == derived else
+                         f"{label}: the host derived from the source again "
+                         f"({derived} -> {inspector.derivations(source.run_id)})"))
+    out.append(judges.counter_unchanged(req, count, probe.count(a), "the forks"))
     return out
 
 
-def _fork_after_erasure(probe: Probe) -> list[Finding]:
-    """A fork attempted after its source was erased through the seam resolves nothing."""
-    req = R_NO_RERESOLVE
-    a, inspector = probe.a, probe.inspector
-    assert inspector is not None
-    source = a.eval(SOURCE)
-    out = _controls(req, source, "the source to erase")
-    if source.run_id is None:
-        return out
-    replay = a.eval(REPLAY, {"record": source.run_id})
-    out.append(judges.created(req, replay.response, "the eval run of the source to erase"))
-    if replay.run_id is None:
-        return out
-    resolved = inspector.resolutions(source.run_id)
-    erased = a.erase(source.run_id)
-    out.append(check(req, erased.status == 200, f"the source was erased ({erased.status})"))
-    a.fork(replay.run_id, "branch")
-    out.append(judges.no_reresolution(req, resolved, inspector.resolutions(source.run_id),
-                                      "a fork after the source was erased"))
-    return out
-
-
+ERASURE_SUITE = "refsim-invariant-erasure"
 ERASE_QUERY = "erase-marker-0252"
-KEEP_QUERY = "keep-marker-0252"
 
 
 @_check
 @_inside("the copy store never shows on the wire: only the simulator's inside shows which "
          "copies erasure reached (the wire side is eval-fixture-gone-copy-refused)")
-@_needs(SEAM_SUITES, SEAM_ERASE)
+@_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
     """Security: erasing a source erases every copy derived from it, and only those."""
     req = R_COPY_ERASED
     a, inspector = probe.a, probe.inspector
     assert inspector is not None
-    doomed = [_call(VAULT, {"query": ERASE_QUERY}), {"decide": "ok"}]
-    kept = [_call(VAULT, {"query": KEEP_QUERY}), {"decide": "ok"}]
-    suite = probe.suite(_suite("refsim.invariants.evals.erasure",
-                               {"doomed": doomed, "kept": kept}, "ok"))
-    out = [_registered(req, probe, "the erasure suite")]
-    s1, s2 = a.agent_run(doomed), a.agent_run(kept)
-    out += _controls(req, s1, "the source to erase") + _controls(req, s2, "the source to keep")
+    suite = probe.suite(ERASURE_SUITE)
+    s1, s2 = a.agent_run(_script(ERASURE_SUITE, "doomed")), \
+        a.agent_run(_script(ERASURE_SUITE, "kept"))
+    out = _controls(req, s1, "the source to erase") + _controls(req, s2, "the source to keep")
     if s1.run_id is None or s2.run_id is None:
         return out
-    evals = [a.eval(suite["suiteId"], {"doomed": s1.run_id}),
-             a.eval(suite["suiteId"], {"doomed": s1.run_id}),
-             a.eval(suite["suiteId"], {"kept": s2.run_id})]
+    evals = [a.eval(suite, {"doomed": s1.run_id}),
+             a.eval(suite, {"doomed": s1.run_id}),
+             a.eval(suite, {"kept": s2.run_id})]
     for index, obs in enumerate(evals):
         out.append(judges.created(req, obs.response, f"eval run {index + 1}"))
 
@@ -672,8 +660,7 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
     out.append(judges.present_in(req, entries(), "vault:" + ERASE_QUERY,
                                  "positive control: the doomed source's content in the copy "
                                  "store"))
-    erased = a.erase(s1.run_id)
-    out.append(check(req, erased.status == 200, f"the source was erased ({erased.status})"))
+    a.require_erase(s1.run_id)
     out += judges.copies_gone(req, entries(), s1.run_id, ["vault:" + ERASE_QUERY])
     held = inspector.held_calls(s1.run_id)
     out.append(check(req, not held, "the erased source holds no calls" if not held
@@ -685,7 +672,7 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
     # sources): erasure reaches them, so the content cannot be derived again through them.
     fed = evals[0].run_id
     if fed is not None:
-        again = a.create(eval_body(suite["suiteId"], {"doomed": fed}))
+        again = a.create(eval_body(suite, {"doomed": fed}))
         out.append(check(req, again.status == 400,
                          "an eval run fed by the erased source is no longer a usable source"
                          if again.status == 400 else "the erased content was derived again "
@@ -695,11 +682,12 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
 
 
 @_check
-@_needs(SEAM_ERASE)
 def check_gone_copy_refused(probe: Probe) -> list[Finding]:
     """Security: a fork whose copy is gone is refused, re-derives nothing, runs nothing live."""
     req = R_GONE_COPY
     a = probe.a
+    if not a.surface.family("replay"):
+        raise inapplicable("the host does not advertise the replay family (forkRun)")
     source = a.eval(SOURCE)
     out = _controls(req, source, "the source run")
     if source.run_id is None:
@@ -713,8 +701,7 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
     # Another source and its eval run, which the erasure must not reach.
     other = a.eval(SOURCE)
     kept = a.eval(REPLAY, {"record": other.run_id}) if other.run_id else None
-    erased = a.erase(source.run_id)
-    out.append(check(req, erased.status == 200, f"the source was erased ({erased.status})"))
+    a.require_erase(source.run_id)
     if kept is not None and kept.run_id is not None:
         out.append(judges.created(req, a.fork(kept.run_id, "branch"),
                                   "a fork of another source's eval run, after the erasure"))
@@ -722,6 +709,7 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
         out.append(fail(req, "the second source's eval run was not created"))
     runs = probe.inspector.run_count() if probe.inspector else None
     live, count = _live(probe, (COUNTER_KEY,)), probe.count(a)
+    listed = a.list_runs()
     targets = [("a replay fork of the eval run", replay.run_id, "replay"),
                ("a branch fork of the eval run", replay.run_id, "branch")]
     if branch.run_id is not None:
@@ -730,24 +718,27 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
         r = a.fork(run_id, mode)
         out += judges.refused_registered(req, r, label)
         out.append(judges.nothing_minted(req, r, label))
-    unknown = a.create(eval_body(REPLAY, {"record": f"{_tenant(source.run_id)}/"
-                                          f"{UNKNOWN_OPAQUE}"}))
-    again = a.create(eval_body(REPLAY, {"record": source.run_id}))
+    unknown = a.create(_replay_body(f"{_tenant(source.run_id)}/{UNKNOWN_OPAQUE}"))
+    again = a.create(_replay_body(source.run_id))
     out += judges.refused(req, again, "a new eval naming the erased source")
     out.append(judges.uniform(req, [("an unknown id", unknown),
-                                    ("the erased source", again)], exact=True))
+                                    ("the erased source", again)], exact=True,
+                              noise=noise_of_host(a)))
     if probe.inspector is not None:
         out.append(judges.nothing_minted(req, again, "the refused forks", runs,
                                          probe.inspector.run_count()))
-    if count >= 0:  # the counter seam (or the inside) lets the counter be read
-        out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
-        out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
-                                    "live tool state across the refused forks"))
+    if listed is not None:
+        out.append(judges.no_new_runs(req, listed, a.list_runs(), "the refused forks"))
+    out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
+    out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
+                                "live tool state across the refused forks"))
     return out
 
 
+MATCHING_SUITE = "refsim-invariant-matching"
+
+
 @_check
-@_needs(SEAM_SUITES, SEAM_COUNTER)
 def check_facet_implies_matching(probe: Probe) -> list[Finding]:
     """§A: recordedFixtures comes with fixtureMatching, and both claims hold in behaviour."""
     req = R_FACET
@@ -764,19 +755,14 @@ def check_facet_implies_matching(probe: Probe) -> list[Finding]:
             out.append(judges.created(req, replay.response,
                                       "recordedFixtures backed: a named source is accepted"))
     if facet.get("fixtureMatching") is True:
-        key = f"facet-matching-{probe.tag}"
-        other = key + "-other"
-        # The unmatched call is an inc: had it reached the live tool, the counter moves.
-        doc = _suite("refsim.invariants.evals.matching",
-                     {"match": [_counter("read", key), _counter("inc", other),
-                                {"decide": "matched"}]}, "matched")
-        doc["tasks"][0]["fixtures"] = {"toolResponses": [
-            {"tool": COUNTER_TOOL, "args": {"op": "read", "key": key},
-             "argsMatch": "exact", "response": {"key": key, "count": 41}}], "onMiss": "fail"}
-        suite = probe.suite(doc)
-        out.append(_registered(req, probe, "the matching suite"))
+        doc = catalog.suite(MATCHING_SUITE)
+        task = doc["tasks"][0]
+        key = task["fixtures"]["toolResponses"][0]["args"]["key"]
+        other = next(s["args"]["key"] for s in task["input"]["script"]
+                     if s.get("args", {}).get("op") == "inc")
+        suite = probe.suite(MATCHING_SUITE)
         before = probe.count(a, other)
-        run = a.eval(suite["suiteId"])
+        run = a.eval(suite)
         out.append(judges.created(req, run.response, "fixtureMatching backed: an args fixture"))
         # One miss, not two: the call whose args match was served. A lane that shows
         # outcomes also shows which answer it got.
@@ -785,34 +771,33 @@ def check_facet_implies_matching(probe: Probe) -> list[Finding]:
         if served and served[0] is not None:
             out.append(check(req, served[0] == {"key": key, "count": 41},
                              "the call whose args match is served the fixture", served))
-        out.append(check(req, before >= 0, "positive control: the live counter of the "
-                         f"unmatched call's key is observable ({before})"))
         out.append(judges.counter_unchanged(req, before, probe.count(a, other),
                                             "the call whose args match nothing"))
     return out
 
 
+WIRE_SUITE = "refsim-invariant-wire"
+
+
 @_check
-@_needs(SEAM_SUITES)
+@_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_derived_never_on_wire(probe: Probe) -> list[Finding]:
-    """§D: no response or event carries derived entries, by key or by content, and no export
-    operation exists."""
+    """§D: no response or event carries derived entries, by key or by content, on any
+    channel (poll, stream, snapshot, summary, headers), and no export operation exists."""
     req = R_NEVER_ON_WIRE
     a = probe.a
-    script = [_call(VAULT, {"query": "wire"}), _counter("read"), {"decide": "ok"}]
-    suite = probe.suite(_suite("refsim.invariants.evals.wire", {"wire": script}, "ok"))
+    suite = probe.suite(WIRE_SUITE)
     responses: list[tuple[str, Response]] = []
-    out = [_registered(req, probe, "the vault suite")]
     source = a.eval(SOURCE)
-    vault = a.agent_run(script)
-    out += _controls(req, source, "the source run") + _controls(req, vault, "the vault source")
+    vault = a.agent_run(_script(WIRE_SUITE, "wire"))
+    out = _controls(req, source, "the source run") + _controls(req, vault, "the vault source")
     if source.run_id is None or vault.run_id is None:
         return out
     made = [("the replay", a.eval(REPLAY, {"record": source.run_id})),
             ("the drift", a.eval(DRIFT, {"record": source.run_id})),
-            ("the vault replay", a.eval(suite["suiteId"], {"wire": vault.run_id}))]
+            ("the vault replay", a.eval(suite, {"wire": vault.run_id}))]
     replay_id = made[0][1].run_id
-    if replay_id is not None:
+    if replay_id is not None and a.surface.family("replay"):
         made += [("a replay fork", a.forked(replay_id, "replay")),
                  ("a branch fork", a.forked(replay_id, "branch"))]
     for label, obs in made:
@@ -831,17 +816,19 @@ def check_derived_never_on_wire(probe: Probe) -> list[Finding]:
                               a.request("GET", run_path(obs.run_id, suffix))))
     for label, r in responses:
         out.append(judges.no_derived_entries(req, r.body.decode("utf-8", "replace"), label))
-    # By content: a drift run's answers must not carry the source's recorded calls it never
-    # made, under any member name.
-    source_content = judges.recorded_content(source.events, RECORDER)
-    for label, obs in made[1:2]:
-        # A content-free lane shows no content on the wire: nothing there to look for.
-        if obs.run_id is None or not source_content:
-            continue
-        documents = [(f"{label}: {what}", r) for what, r in responses
-                     if what.startswith(label + ":")]
-        out += judges.no_recorded_content(req, documents, source_content,
-                                          judges.recorded_content(obs.events, RECORDER))
+    # By content, anywhere in the answers about each eval run: the entries (a recorded
+    # call's inputs beside its answer) never, and a source's recorded calls the run did not
+    # make nowhere; a run's own tool events may carry the calls it made.
+    sources = {"the replay": source, "the drift": source, "the vault replay": vault,
+               "a replay fork": source, "a branch fork": source}
+    for label, obs in made:
+        source_obs = sources[label]
+        calls = judges.recorded_calls(source_obs.events, RECORDER)
+        if obs.run_id is None or not calls:
+            continue  # a content-free lane shows no content on the wire to look for
+        documents = [(what, r) for what, r in responses if what.startswith(label + ":")]
+        out += judges.no_entries_on_wire(req, documents, calls,
+                                         judges.recorded_calls(obs.events, RECORDER))
     for label, run_id in (("the source", source.run_id), ("the vault source", vault.run_id),
                           ("the replay", replay_id)):
         if run_id is None:

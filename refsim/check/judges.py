@@ -5,9 +5,12 @@ Each judge exists for one defect, and tests/test_judges.py shows it failing on i
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
+import math
 import re
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
@@ -126,31 +129,142 @@ def envelope(req: str, response: Response, what: str) -> Finding:
                  _obs(response))
 
 
-def no_echo(req: str, response: Response, supplied: Iterable[str], what: str) -> Finding:
-    """§C: the refusal carries no run of 8 or more characters of the supplied id, in any
-    encoding, in its headers or its body."""
+def echo_windows(response: Response, supplied: Iterable[str]) -> set[str]:
+    """The runs of ECHO_WINDOW characters of the supplied ids the response carries."""
     text = _text(response)
-    leaked = sorted({w for value in supplied for w in echoed(text, value)})
+    return {w for value in supplied for w in echoed(text, value)}
+
+
+def no_echo(req: str, response: Response, supplied: Iterable[str], what: str,
+            controls: Sequence[Response] = ()) -> Finding:
+    """§C: the refusal carries no run of 8 or more characters of the supplied id, in any
+    encoding, in its headers or its body, that it carries because of this id.
+
+    Text any refusal carries is not an echo: where a window of the id is found, the same
+    request made with a control value in its place (`control_value`, same shape, no
+    character in common) shows whether the host says it whatever the id is (the error
+    code or a header value that happens to share characters with a tenant's name)."""
+    values = list(supplied)
+    found = echo_windows(response, values)
+    fixed: set[str] = set()
+    for control in controls:
+        fixed |= echo_windows(control, values)
+    leaked = sorted(found - fixed)
     return check(req, not leaked,
                  f"{what}: the response echoes the supplied id ({', '.join(leaked[:3])})"
-                 if leaked else f"{what}: the supplied id appears in no form", _obs(response))
+                 if leaked else f"{what}: the supplied id appears in no form"
+                 + (f" (text any refusal carries set aside: {', '.join(sorted(found)[:3])})"
+                    if found else ""), _obs(response))
 
 
-def uniform(req: str, responses: Sequence[tuple[str, Response]], *, exact: bool) -> Finding:
-    """Refusals alike: the same status and code, or (exact) the same whole response: status,
-    every header except Date, and the body bytes."""
+_CONTROL = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm5678901234")
+
+
+def control_value(value: str) -> str:
+    """A value of the same shape as `value` (separators kept) with every letter and digit
+    replaced by another: it shares no ECHO_WINDOW run with `value`, so what the answer
+    to it shares with the answer to `value` is text the host says whatever the value."""
+    return value.translate(_CONTROL)
+
+
+# ----------------------------------------------------------------------------- alike
+
+
+def features(response: Response) -> dict[str, Any]:
+    """A response as the separate things a client can tell apart: the status, each header
+    (but Date), the body's bytes and, for a JSON body, each member and value by its
+    pointer. Comparing features rather than whole answers lets a judge set aside the ones
+    that vary on every answer (a request id, a trace header, a correlation id): noise."""
+    out: dict[str, Any] = {"status": response.status, "body": response.body}
+    for name, value in response.headers.items():
+        if name.lower() != "date":
+            out["header " + name.lower()] = value
+    if response.json is not None:
+        _flatten("body ", response.json, out)
+    return out
+
+
+def _flatten(path: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        out[path + "{}"] = tuple(value)  # the members, in the order sent
+        for k, v in value.items():
+            _flatten(f"{path}/{k}", v, out)
+    elif isinstance(value, list):
+        out[path + "[]"] = len(value)
+        for i, v in enumerate(value):
+            _flatten(f"{path}/{i}", v, out)
+    else:
+        out[path] = json.dumps(value)
+
+
+def noise_of(samples: Sequence[Response]) -> frozenset[str]:
+    """The features that differ between answers to one and the same request: noise."""
+    seen = [features(r) for r in samples]
+    names = set().union(*seen) if seen else set()
+    return frozenset(n for n in names if len({repr(f.get(n, _ABSENT)) for f in seen}) > 1)
+
+
+_ABSENT = object()
+
+
+def signature(response: Response, noise: frozenset[str] = frozenset()) -> tuple[Any, ...]:
+    """What is left of a response once its noise is set aside: equal signatures are
+    answers a client cannot tell apart."""
+    return tuple(sorted((k, repr(v)) for k, v in features(response).items() if k not in noise))
+
+
+def _separating(groups: Sequence[tuple[str, Sequence[Response]]]) -> list[str]:
+    """Features constant within every group whose value differs between groups (an
+    oracle). A feature that varies inside any group is noise and is set aside."""
+    per = [[features(r) for r in responses] for _, responses in groups]
+    names = set().union(*(f for group in per for f in group)) if per else set()
+    out = []
+    for name in sorted(names):
+        values = [{repr(f.get(name, _ABSENT)) for f in group} for group in per]
+        if all(len(v) == 1 for v in values) and len(set().union(*values)) > 1:
+            out.append(name)
+    return out
+
+
+def indistinguishable(req: str, groups: Sequence[tuple[str, Sequence[Response]]]
+                      ) -> Finding:
+    """§C/Security: nothing the refused id decides is on the answer. Refusals of several
+    kinds (an unknown id, another tenant's run, ...), several samples each, taken
+    interleaved: what varies within a group is noise; what is constant within each group
+    and differs between them tells the groups apart."""
+    labels = ", ".join(f"{label} ({len(rs)})" for label, rs in groups)
+    if len(groups) < 2 or any(len(rs) < 2 for _, rs in groups):
+        return fail(req, f"indistinguishability needs two groups of two samples or more, had "
+                    f"{labels}")
+    split = _separating(groups)
+    return check(req, not split,
+                 f"refusals of {labels} are indistinguishable (what varies, varies within "
+                 "each group)" if not split else
+                 f"refusals of {labels} tell the groups apart by " + ", ".join(split[:4]),
+                 {label: [_obs(r) for r in rs[:1]] for label, rs in groups})
+
+
+def uniform(req: str, responses: Sequence[tuple[str, Response]], *, exact: bool,
+            noise: frozenset[str] = frozenset()) -> Finding:
+    """Refusals alike: the same status and code, or (exact) the same whole response, every
+    header but Date and the body bytes, less the `noise` features (those that vary between
+    answers to one and the same request on this host)."""
     def key(r: Response) -> Any:
         if exact:
-            return whole(r)
+            return signature(r, noise)
         body = r.json if isinstance(r.json, dict) else {}
         return (r.status, body.get("error"))
     distinct = {key(r) for _, r in responses}
     labels = ", ".join(label for label, _ in responses)
     if len(responses) < 2:
         return fail(req, f"uniformity needs at least two refusals to compare, had {labels}")
-    how = "identical (status, headers but Date, body bytes)" if exact else \
+    how = "identical (status, headers but Date, body bytes" + (
+        ", less what varies on every answer)" if noise else ")") if exact else \
         "the same status and code"
-    detail = "" if len(distinct) == 1 else ": " + _difference([r for _, r in responses], exact)
+    detail = "" if len(distinct) == 1 else ": " + _difference(
+        [r for _, r in responses], exact, noise)
     return check(req, len(distinct) == 1,
                  f"refusals for {labels} are {how}" if len(distinct) == 1 else
                  f"refusals for {labels} differ: they are not {how}{detail}",
@@ -158,31 +272,95 @@ def uniform(req: str, responses: Sequence[tuple[str, Response]], *, exact: bool)
 
 
 def differs(req: str, response: Response, others: Sequence[tuple[str, Response]],
-            what: str) -> Finding:
+            what: str, noise: frozenset[str] = frozenset()) -> Finding:
     """A §B refusal is its own answer: it is not the body an unusable source gets, which
     would say the host looked the source up before it checked the request."""
-    same = [label for label, r in others if r.body == response.body]
+    mine = signature(response, noise)
+    same = [label for label, r in others if signature(r, noise) == mine]
     return check(req, not same, f"{what}: refused with its own body, not the one "
                  f"{', '.join(label for label, _ in others)} got" if not same else
                  f"{what}: the body {', '.join(same)} got, so the source was looked up first",
                  _obs(response))
 
 
-def _difference(responses: Sequence[Response], exact: bool) -> str:
+def _difference(responses: Sequence[Response], exact: bool,
+                noise: frozenset[str] = frozenset()) -> str:
     first = responses[0]
     for other in responses[1:]:
         if other.status != first.status:
             return f"status {first.status} vs {other.status}"
         if exact:
-            a, b = dict(whole(first)[1]), dict(whole(other)[1])
-            if a != b:
-                names = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-                return "header(s) " + ", ".join(names)
-            if first.body != other.body:
-                return "body bytes"
+            a, b = features(first), features(other)
+            names = sorted(k for k in set(a) | set(b) if k not in noise
+                           and repr(a.get(k, _ABSENT)) != repr(b.get(k, _ABSENT)))
+            heads = [n.removeprefix("header ") for n in names if n.startswith("header ")]
+            if heads:
+                return "header(s) " + ", ".join(heads)
+            if names:
+                return "body " + ", ".join("bytes" if n == "body" else
+                                           n.removeprefix("body ") for n in names[:3])
         elif first.json != other.json:
             return "code"
     return "?"
+
+
+# Two-sided Mann-Whitney U at this level: a correct host is flagged about once in ten
+# thousand judgements, whatever its latency's distribution (the samples interleaved, so
+# that drift in the host or the network reaches both groups alike).
+LATENCY_ALPHA = 1e-4
+# A difference of medians below this is not reported, however significant: a client
+# timing refusals over a network cannot use a fraction of a millisecond.
+LATENCY_MIN_EFFECT = 0.001
+LATENCY_SAMPLES = 24  # per group
+
+
+def latency_alike(req: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequence[float]]
+                  ) -> Finding:
+    """Security (SHOULD): the time a refusal takes does not tell another tenant's run from
+    no run. Two-sided Mann-Whitney U (normal approximation, ties corrected) on interleaved
+    samples; flagged when p < LATENCY_ALPHA and the medians differ by LATENCY_MIN_EFFECT or
+    more."""
+    (la, xa), (lb, xb) = a, b
+    if len(xa) < 8 or len(xb) < 8:
+        return fail(req, f"the latency judge needs 8 samples a group, had {len(xa)} and "
+                    f"{len(xb)}")
+    u, p = mann_whitney(xa, xb)
+    ma, mb = statistics.median(xa), statistics.median(xb)
+    effect = abs(ma - mb)
+    told = p < LATENCY_ALPHA and effect >= LATENCY_MIN_EFFECT
+    summary = (f"{la} median {ma * 1000:.2f} ms, {lb} median {mb * 1000:.2f} ms "
+               f"(n = {len(xa)} + {len(xb)}, U = {u:.0f}, p = {p:.2g})")
+    return check(req, not told, ("refusal latency does not tell the groups apart: " if not told
+                                 else "refusal latency tells the groups apart: ") + summary,
+                 {"u": u, "p": p, la: ma, lb: mb})
+
+
+def mann_whitney(xa: Sequence[float], xb: Sequence[float]) -> tuple[float, float]:
+    """U of the first sample and the two-sided p-value, by the normal approximation with
+    the tie correction (exact enough from eight samples a group)."""
+    na, nb = len(xa), len(xb)
+    pooled = sorted([(x, 0) for x in xa] + [(x, 1) for x in xb])
+    ranks = [0.0] * len(pooled)
+    ties = 0.0
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        rank = (i + j) / 2 + 1
+        for k in range(i, j + 1):
+            ranks[k] = rank
+        t = j - i + 1
+        ties += t ** 3 - t
+        i = j + 1
+    rank_a = sum(r for r, (_, g) in zip(ranks, pooled, strict=True) if g == 0)
+    u = rank_a - na * (na + 1) / 2
+    n = na + nb
+    variance = na * nb / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if variance <= 0:
+        return u, 1.0
+    z = (abs(u - na * nb / 2) - 0.5) / math.sqrt(variance)
+    return u, math.erfc(max(z, 0.0) / math.sqrt(2))
 
 
 def of_type(events: Sequence[Mapping[str, Any]], type_: str) -> list[Mapping[str, Any]]:
@@ -496,6 +674,103 @@ def no_recorded_content(req: str, documents: Sequence[tuple[str, Any]],
     return out
 
 
+def recorded_calls(events: Sequence[Mapping[str, Any]], agent_id: str
+                   ) -> list[tuple[Any, Any]]:
+    """The agent's calls as the wire showed them: (inputs, outcome or error), paired by
+    callId. A call whose inputs or answer are not on the wire (a content-free lane) is
+    left out: there is nothing of it to look for."""
+    inputs: dict[Any, Any] = {}
+    out: list[tuple[Any, Any]] = []
+    for e in events:
+        p = _payload(e)
+        if p.get("agentId") != agent_id:
+            continue
+        if e.get("type") == "agent.tool-called" and "inputs" in p:
+            inputs[p.get("callId")] = p["inputs"]
+        elif e.get("type") == "agent.tool-returned" and p.get("callId") in inputs:
+            answer = p.get("outcome", p.get("error"))
+            if "outcome" in p or "error" in p:
+                out.append((inputs[p.get("callId")], answer))
+    return out
+
+
+_BASE64_RE = re.compile(r"^[A-Za-z0-9+/_-]{16,}={0,2}$")
+
+
+def _unpacked(value: Any, depth: int = 0) -> Iterable[Any]:
+    """Every value in `value` at any depth, and in what its strings carry: JSON text (a
+    document stringified into a member or a header) and base64 of JSON."""
+    stack = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        yield item
+        if isinstance(item, dict):
+            stack.extend((v, level) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level) for v in item)
+        elif isinstance(item, str) and level < 3 and len(item) >= 2:
+            text = item.strip()
+            inner = _json_text(text)
+            if inner is None and _BASE64_RE.match(text):
+                try:
+                    inner = _json_text(base64.b64decode(text + "=" * (-len(text) % 4),
+                                                        altchars=b"-_" if "-" in text
+                                                        or "_" in text else None
+                                                        ).decode("utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    inner = None
+            if inner is not None:
+                stack.append((inner, level + 1))
+
+
+def _json_text(text: str) -> Any:
+    if not text or text[0] not in "[{":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _readable(doc: Any) -> list[Any]:
+    """What a response says, as values: its body (JSON, or an event stream's data lines,
+    or text) and every header value."""
+    if not isinstance(doc, Response):
+        return [doc]
+    return [_parsed(doc), *doc.headers.values()]
+
+
+def no_entries_on_wire(req: str, documents: Sequence[tuple[str, Any]],
+                       calls: Sequence[tuple[Any, Any]], made: Sequence[tuple[Any, Any]]
+                       ) -> list[Finding]:
+    """§D: derived entries are never on the wire. Looked for by content, anywhere in a
+    response (any member, a JSON string, a header, base64): no object that carries a
+    recorded call's inputs beside its answer (what an entry is, under any names), and no
+    recorded input or answer of a source's call the run did not make. A run's own tool
+    events carry the inputs and the answers of its calls apart, as they should."""
+    pairs = {(canonical(i), canonical(o)) for i, o in calls}
+    allowed = {canonical(v) for call in made for v in call}
+    loose = {canonical(v): v for call in calls for v in call
+             if isinstance(v, dict | list) and v and canonical(v) not in allowed}
+    out = []
+    for what, doc in documents:
+        entries: set[str] = set()
+        strays: set[str] = set()
+        for part in _readable(doc):
+            for value in _unpacked(part):
+                if isinstance(value, dict) and len(value) >= 2:
+                    members = {canonical(v) for v in value.values()}
+                    entries |= {f"{i} -> {o}" for i, o in pairs if i in members and o in members}
+                if isinstance(value, dict | list) and value and canonical(value) in loose:
+                    strays.add(canonical(value))
+        found = sorted(entries) + sorted(strays)
+        out.append(check(req, not found, f"{what}: carries no derived entry and no recorded "
+                         "call the run did not make" if not found else
+                         f"{what}: carries recorded content: {', '.join(found[:2])}",
+                         {"entries": sorted(entries), "strays": sorted(strays)}))
+    return out
+
+
 def absent(req: str, response: Response, what: str) -> Finding:
     """A route that must not exist answers 404 or 405, never content."""
     return check(req, response.status in (404, 405),
@@ -560,6 +835,19 @@ def nothing_minted(req: str, response: Response, what: str,
                  + (f"; {after} runs held, as before" if after is not None else "") + ")"
                  if not named else f"{what}: the refusal names a run ({', '.join(named)})",
                  _obs(response))
+
+
+def no_new_runs(req: str, before: Sequence[str] | None, after: Sequence[str] | None,
+                what: str) -> Finding:
+    """§B "before the run starts": the caller's run list (GET /runs) gains no run across a
+    refusal. Judged as a change: runs listed before may come and go with other traffic,
+    but none may appear that the refused request made."""
+    if before is None or after is None:
+        return fail(req, f"{what}: the run list could not be read before and after")
+    new = sorted(set(after) - set(before))
+    return check(req, not new, f"{what}: the run list gained no run ({len(after)} listed)"
+                 if not new else f"{what}: the run list gained {len(new)} run(s) across the "
+                 f"refusal: {', '.join(new[:2])}", {"new": new})
 
 
 def counter_delta(req: str, before: int | None, after: int | None, expected: int,

@@ -9,11 +9,14 @@ judging is for `refsim.check.judges`.
 from __future__ import annotations
 
 import secrets
+import time
+import weakref
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import attrs
 
+from refsim.check.findings import Disposition
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.owners import DEFAULT_TENANTS
 from refsim.wire.client import NO_BODY, HostClient
@@ -32,9 +35,36 @@ SOURCE = "conformance-eval-recorded-source"
 REPLAY = "conformance-eval-recorded-replay"
 DRIFT = "conformance-eval-recorded-drift"
 FIXTURES = (SOURCE, REPLAY, DRIFT)
-MAX_POLLS = 50
+MAX_POLLS = 200
+# How long the checker waits, in all, for one run to reach a terminal state (a host may
+# run it after answering the create), polling with a growing pause between empty pages.
+RUN_DEADLINE_SECONDS = 30.0
 SEAM_COUNTER, SEAM_ERASE, SEAM_RESOLVE = "eval-counter", "runs:erase", "runs:resolve"
 SEAM_SUITES, SEAM_TENANTS = "eval-suites", "tenants"
+SEAMS = (SEAM_COUNTER, SEAM_ERASE, SEAM_RESOLVE, SEAM_SUITES, SEAM_TENANTS)
+# refsim's own seams, beside the conformance profile's counter, erase and resolve.
+REFSIM_SEAMS = frozenset({SEAM_SUITES, SEAM_TENANTS})
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+# A well-formed opaque segment that no host minted, and a tenant no host has.
+UNKNOWN_OPAQUE = "run-0252unknown0000000"
+NO_SUCH_TENANT = "tenant-0252-nobody"
+
+
+class Unobservable(Exception):
+    """The checker needs a fact this host does not offer: a seam it does not advertise (or
+    one that answers with no use), a fixture it does not list, a second tenant's key, or
+    content a lane keeps off the wire. The row it stops is `blocked` (a fact on the
+    checker's side: a seam, a fixture, a key) or `inapplicable` (a fact about the host:
+    what it advertises, what its wire carries), with the fact named; never failed."""
+
+    def __init__(self, reason: str, disposition: Disposition = Disposition.BLOCKED) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.disposition = disposition
+
+
+def inapplicable(reason: str) -> Unobservable:
+    return Unobservable(reason, Disposition.INAPPLICABLE)
 
 
 def run_path(run_id: str, suffix: str = "") -> str:
@@ -67,6 +97,10 @@ class Inspector(Protocol):
 
     def resolutions(self, run_id: str) -> int:
         """How often the host resolved this id as a fixture source."""
+        ...
+
+    def derivations(self, run_id: str) -> int:
+        """How often the host derived fixture entries from this run."""
         ...
 
     def copies(self) -> list[tuple[str, str, str, list[dict[str, Any]]]]:
@@ -118,6 +152,10 @@ class SimInspector:
     def resolutions(self, run_id: str) -> int:
         rid = parse_bound(run_id)
         return 0 if rid is None else int(self._core.resolutions.get(rid, 0))
+
+    def derivations(self, run_id: str) -> int:
+        rid = parse_bound(run_id)
+        return 0 if rid is None else int(self._core.derivations.get(rid, 0))
 
     def copies(self) -> list[tuple[str, str, str, list[dict[str, Any]]]]:
         return [(source.bound, run.bound, task, [e.to_json() for e in entries])
@@ -196,21 +234,113 @@ class Observed:
         return None if rid is None else rid.tenant
 
 
+# ----------------------------------------------------------------------------- what a host offers
+
+
+def eval_suite_facet(discovery: Any) -> dict[str, Any]:
+    if not isinstance(discovery, dict):
+        return {}
+    agents = discovery.get("agents")
+    facet = agents.get("evalSuite") if isinstance(agents, dict) else None
+    return facet if isinstance(facet, dict) else {}
+
+
+@attrs.frozen
+class Surface:
+    """What a host offers, as its discovery document says: the conformance seams, the
+    fixtures it seeded, the agents facet and the capability families. The checker uses a
+    seam or a fixture only where the host lists it."""
+
+    readable: bool
+    status: int
+    seams: frozenset[str] = frozenset()
+    fixtures: frozenset[str] = frozenset()
+    facet: Mapping[str, Any] = attrs.Factory(dict)
+    families: frozenset[str] = frozenset()
+
+    @staticmethod
+    def of(discovery: Response) -> Surface:
+        doc = discovery.json
+        if discovery.status != 200 or not isinstance(doc, dict):
+            return Surface(False, discovery.status)
+        conformance = doc.get("conformance")
+        listed = conformance.get("seams") if isinstance(conformance, dict) else None
+        seams = frozenset(s for s in listed if isinstance(s, str)) \
+            if isinstance(listed, list) else frozenset()
+        fixtures = doc.get("fixtures")
+        seeded = frozenset(f for f in fixtures if isinstance(f, str)) \
+            if isinstance(fixtures, list) else frozenset()
+        families = frozenset(k for k, v in doc.items()
+                             if isinstance(v, dict) and "status" in v and "since" in v)
+        return Surface(True, 200, seams, seeded, dict(eval_suite_facet(doc)), families)
+
+    def offers(self, seam: str) -> bool:
+        return seam in self.seams
+
+    def lists(self, fixture: str) -> bool:
+        return fixture in self.fixtures
+
+    def advertises(self, member: str) -> bool:
+        """An agents.evalSuite member (recordedFixtures, fixtureErrors, ...) set to true."""
+        return self.facet.get(member) is True
+
+    def family(self, name: str) -> bool:
+        """A capability family record at the discovery root (replay, runList, ...)."""
+        return name in self.families
+
+
+_SURFACES: weakref.WeakKeyDictionary[Any, Surface] = weakref.WeakKeyDictionary()
+
+
+def surface_of(client: HostClient) -> Surface:
+    """The host's discovery document, read once per client (a host's discovery does not
+    change under the checker)."""
+    try:
+        return _SURFACES[client]
+    except (KeyError, TypeError):
+        pass
+    found = Surface.of(client.request("GET", "/.well-known/openwop"))
+    try:
+        _SURFACES[client] = found
+    except TypeError:  # a client that cannot be weakly referred to is asked every time
+        pass
+    return found
+
+
 # ----------------------------------------------------------------------------- sessions
+
+
+def _code(response: Response) -> str:
+    body = response.json
+    return str(body.get("error")) if isinstance(body, dict) and body.get("error") else ""
 
 
 @attrs.define
 class Session:
-    """One tenant's requests to one host. It observes; it never judges."""
+    """One tenant's requests to one host. It observes; it never judges.
+
+    The `require_*` methods are the checker's own needs of the host (a seam, a fixture):
+    where the host does not offer one they raise `Unobservable`, so that the row stops as
+    blocked with the fact named, never as a failure of the host."""
 
     client: HostClient
     api_key: str
     inspector: Inspector | None = None
 
+    @property
+    def surface(self) -> Surface:
+        return surface_of(self.client)
+
     def request(self, method: str, path: str, json: Any = NO_BODY,
                 headers: dict[str, str] | None = None) -> Response:
         return self.client.request(method, path, api_key=self.api_key, json=json,
                                    headers=headers)
+
+    def timed(self, method: str, path: str, json: Any = NO_BODY) -> tuple[Response, float]:
+        """A request and the seconds it took, as the client saw them."""
+        started = time.perf_counter()
+        response = self.request(method, path, json=json)
+        return response, time.perf_counter() - started
 
     def create(self, body: Any) -> Response:
         return self.request("POST", "/runs", json=body)
@@ -219,24 +349,57 @@ class Session:
         return self.client.request("GET", "/.well-known/openwop")
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
-        """Every event of a run, polling page by page until it is terminal (bounded)."""
+        """Every event of a run, page by page until the run has settled (terminal, or
+        waiting for someone) and its last page is read. A host may run a run after
+        answering its create: while it is pending or running the poll long-polls, and an
+        empty page that came back at once is asked again after a growing pause (bounded by
+        RUN_DEADLINE_SECONDS and MAX_POLLS)."""
         events: list[dict[str, Any]] = []
-        after = -1
+        after, timeout = -1, 2
+        pause = 0.005
+        deadline = time.monotonic() + RUN_DEADLINE_SECONDS
         for _ in range(MAX_POLLS):
+            started = time.monotonic()
             r = self.request("GET", run_path(run_id, f"/events/poll?afterSequence={after}"
-                                             "&timeout=2"))
+                                             f"&timeout={timeout}"))
             if r.status != 200 or not isinstance(r.json, dict):
                 return events
             page = [e for e in r.json.get("events", []) if isinstance(e, dict)]
-            events.extend(page)
+            status = r.json.get("status")
+            settled = r.json.get("isTerminal") is True or status in TERMINAL_STATUSES or (
+                isinstance(status, str) and status.startswith("waiting"))
+            if settled:
+                timeout = 0  # nothing is on its way: the next poll need not wait
             if page:
+                events.extend(page)
                 seq = page[-1].get("sequence", after)
                 after = seq if isinstance(seq, int) and seq > after else after + len(page)
-            # Stop at the first empty page: a terminal run has no more, and a run still
-            # waiting (the host long-polled for `timeout`) has nothing coming soon.
-            if not page:
+                continue
+            if settled or not isinstance(status, str) or time.monotonic() > deadline:
                 return events
+            if time.monotonic() - started < 0.5:  # the host did not wait: pause instead
+                time.sleep(pause)
+                pause = min(pause * 2, 0.25)
         return events
+
+    def stream(self, run_id: str) -> list[dict[str, Any]] | None:
+        """The run's events as its SSE stream carries them (`GET /runs/{id}/events`), or
+        None when the host offers no stream there or its frames carry no event objects."""
+        from refsim.wire.asgi import parse_sse
+        r = self.request("GET", run_path(run_id, "/events"))
+        kind = (r.header("Content-Type") or "").split(";")[0].strip().lower()
+        if r.status != 200 or kind != "text/event-stream":
+            return None
+        out: list[dict[str, Any]] = []
+        for frame in parse_sse(r.body.decode("utf-8", "replace")):
+            try:
+                doc = frame.json()
+            except ValueError:
+                return None
+            if not isinstance(doc, dict) or "type" not in doc:
+                return None
+            out.append(doc)
+        return out
 
     def summary(self, run_id: str) -> Any:
         r = self.request("GET", run_path(run_id, "/eval-summary"))
@@ -245,13 +408,51 @@ class Session:
     def get_run(self, run_id: str) -> Response:
         return self.request("GET", run_path(run_id))
 
+    def list_runs(self) -> list[str] | None:
+        """The ids of every run the caller can list (`GET /runs`, gate runList), following
+        cursors (bounded); None where the host does not advertise run listing."""
+        if not self.surface.family("runList"):
+            return None
+        ids: list[str] = []
+        cursor: str | None = None
+        for _ in range(100):
+            path = "/runs?limit=100" + (f"&cursor={cursor}" if cursor else "")
+            r = self.request("GET", path)
+            body = r.json if isinstance(r.json, dict) else None
+            if r.status != 200 or body is None or not isinstance(body.get("runs"), list):
+                return None
+            ids += [str(run.get("runId")) for run in body["runs"] if isinstance(run, dict)]
+            cursor = body.get("nextCursor") if isinstance(body.get("nextCursor"), str) else None
+            if not cursor:
+                return ids
+        return ids
+
     def counter(self, key: str = COUNTER_KEY) -> int | None:
         """The live counter through the seam, or None when it cannot be observed."""
-        r = self.request("GET", f"/conformance/seams/eval-counter?key={key}")
-        if r.status != 200 or not isinstance(r.json, dict):
+        if self.surface.readable and not self.surface.offers(SEAM_COUNTER):
             return None
-        count = r.json.get("count")
-        return count if isinstance(count, int) and not isinstance(count, bool) else None
+        r = self.request("GET", f"/conformance/seams/eval-counter?key={key}")
+        return _count_of(r)
+
+    def require_counter(self, key: str = COUNTER_KEY) -> int:
+        """The live counter, or `Unobservable` (blocked) naming why it cannot be read."""
+        r = self._seam(SEAM_COUNTER, "GET", f"/conformance/seams/eval-counter?key={key}")
+        count = _count_of(r)
+        if count is None:
+            raise Unobservable(f"the conformance seam {SEAM_COUNTER} answered without an "
+                               "integer count, so the live counter cannot be read")
+        return count
+
+    def _seam(self, seam: str, method: str, path: str, json: Any = NO_BODY) -> Response:
+        if not self.surface.offers(seam):
+            raise Unobservable(f"the host does not advertise the conformance seam {seam} "
+                               "(discovery conformance.seams), which the check needs")
+        r = self.request(method, path, json=json)
+        if not 200 <= r.status < 300:
+            raise Unobservable(f"the conformance seam {seam} is advertised but answered "
+                               f"{r.status} {_code(r)}".rstrip() + ", so the check cannot "
+                               "use it")
+        return r
 
     def workflow(self, workflow_id: str, inputs: dict[str, Any] | None = None,
                  **extra: Any) -> Response:
@@ -261,26 +462,61 @@ class Session:
         body.update(extra)
         return self.create(body)
 
+    def require_fixture(self, fixture: str) -> str:
+        """A fixture the check runs (a workflow, an agent or tool of the catalog), or
+        `Unobservable` (blocked) when discovery does not list it."""
+        if not self.surface.lists(fixture):
+            raise Unobservable(f"the host does not list the conformance fixture {fixture} "
+                               "(discovery fixtures), which the check runs")
+        return fixture
+
     def fork(self, run_id: str, mode: str = "replay", **body: Any) -> Response:
         return self.request("POST", run_path(run_id, ":fork"), json={"mode": mode, **body})
 
-    def erase(self, run_id: str, *, held_calls_only: bool = False) -> Response:
-        """The erase seam: the run's tool content and every copy derived from it, or (with
-        `held_calls_only`) a retention lapse: only the run's held calls go."""
-        scope = "?scope=held-calls" if held_calls_only else ""
-        return self.request("POST", "/conformance/seams" + run_path(run_id, ":erase") + scope)
+    def erase(self, run_id: str) -> Response:
+        """The erase seam: the run's tool content and every copy derived from it."""
+        return self.request("POST", "/conformance/seams" + run_path(run_id, ":erase"))
+
+    def require_erase(self, run_id: str) -> Response:
+        return self._seam(SEAM_ERASE, "POST", "/conformance/seams" + run_path(run_id, ":erase"))
 
     def resolve(self, run_id: str) -> Response:
         return self.request("POST", "/conformance/seams" + run_path(run_id, ":resolve"))
 
+    def require_resolve(self, run_id: str) -> Response:
+        return self._seam(SEAM_RESOLVE, "POST",
+                          "/conformance/seams" + run_path(run_id, ":resolve"))
+
     def register_suite(self, suite: Any) -> Response:
         return self.request("POST", "/conformance/seams/eval-suites", json={"suite": suite})
+
+    def require_suite(self, fixture: str, doc: Mapping[str, Any], tag: str) -> str:
+        """The evalSuiteRef of a catalog suite on this host: its fixture id where discovery
+        lists it, else the document registered through the suite seam (under a suiteId
+        unique to this run of the check, `tag`), else `Unobservable`."""
+        if self.surface.lists(fixture):
+            return fixture
+        if not self.surface.offers(SEAM_SUITES):
+            raise Unobservable(f"the host neither lists the catalog suite {fixture} "
+                               "(discovery fixtures) nor advertises the suite seam "
+                               f"{SEAM_SUITES}")
+        suite_id = f"{doc['suiteId']}-{tag}"
+        self._seam(SEAM_SUITES, "POST", "/conformance/seams/eval-suites",
+                   {"suite": {**doc, "suiteId": suite_id}})
+        return suite_id
 
     def add_tenant(self, name: str, api_key: str, workspace: str | None = None) -> Response:
         body: dict[str, Any] = {"name": name, "apiKey": api_key}
         if workspace is not None:
             body["workspace"] = workspace
         return self.request("POST", "/conformance/seams/tenants", json=body)
+
+    def require_tenant(self, name: str, api_key: str, workspace: str | None = None
+                       ) -> Response:
+        body: dict[str, Any] = {"name": name, "apiKey": api_key}
+        if workspace is not None:
+            body["workspace"] = workspace
+        return self._seam(SEAM_TENANTS, "POST", "/conformance/seams/tenants", body)
 
     def observe(self, response: Response, *, counter_key: str | None = None,
                 counter_before: int | None = None) -> Observed:
@@ -309,6 +545,70 @@ class Session:
         return self.observe(self.fork(run_id, mode))
 
 
+_NOISE: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+NOISE_SAMPLES = 3
+
+
+def noise_of_host(session: Session) -> frozenset[str]:
+    """What varies on this host between answers to one and the same refused request (a
+    request id, a trace header, a correlation id in `details`): noise, which no uniformity
+    judge may count as a difference. Learnt once per client from NOISE_SAMPLES refusals
+    of an id no host minted (they change nothing)."""
+    from refsim.check.judges import noise_of
+    try:
+        return _NOISE[session.client]
+    except (KeyError, TypeError):
+        pass
+    body = eval_body(REPLAY, {"record": f"{NO_SUCH_TENANT}/{UNKNOWN_OPAQUE}"})
+    found = noise_of([session.create(body) for _ in range(NOISE_SAMPLES)])
+    try:
+        _NOISE[session.client] = found
+    except TypeError:
+        pass
+    return found
+
+
+def _count_of(r: Response) -> int | None:
+    if r.status != 200 or not isinstance(r.json, dict):
+        return None
+    count = r.json.get("count")
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+# ----------------------------------------------------------------------------- the keys
+
+
+def keys_refused(client: HostClient, api_key: str, tenant_b_key: str | None) -> str | None:
+    """Why the API keys given cannot drive a check, in one line, or None. Asked before any
+    row runs: a key the host refuses would turn every row into a failure that is no
+    breach, and one tenant given twice would make tenant isolation look broken."""
+    if tenant_b_key is not None and tenant_b_key == api_key:
+        return ("the same API key is given for both tenants: --tenant-b-api-key must be a "
+                "second tenant's key")
+    probe = "/runs/" + project(f"{NO_SUCH_TENANT}/{UNKNOWN_OPAQUE}")
+    for label, key in (("--api-key", api_key), ("--tenant-b-api-key", tenant_b_key)):
+        if key is None:
+            continue
+        r = client.request("GET", probe, api_key=key)
+        if r.status == 401:
+            return (f"the host refuses the key given as {label} (401 {_code(r)}): check "
+                    "the key".replace(" ()", ""))
+    if tenant_b_key is None:
+        return None
+    a = Session(client, api_key)
+    fixture = next((f for f in (SOURCE, "conformance-noop") if a.surface.lists(f)), None)
+    if fixture is None:
+        return None
+    made = a.create(eval_body(SOURCE) if fixture == SOURCE else {"workflowId": fixture})
+    run_id = made.json.get("runId") if made.status == 201 and isinstance(made.json, dict) \
+        else None
+    if isinstance(run_id, str) and client.request("GET", run_path(run_id),
+                                                  api_key=tenant_b_key).status == 200:
+        return ("the two keys name one tenant (the key given as --tenant-b-api-key reads a "
+                "run made with --api-key): give a second tenant's key")
+    return None
+
+
 # ----------------------------------------------------------------------------- the gate
 
 
@@ -326,33 +626,20 @@ class Gate:
         return self.reason is None
 
 
-def eval_suite_facet(discovery: Any) -> dict[str, Any]:
-    if not isinstance(discovery, dict):
-        return {}
-    agents = discovery.get("agents")
-    facet = agents.get("evalSuite") if isinstance(agents, dict) else None
-    return facet if isinstance(facet, dict) else {}
-
-
-def gate(discovery: Response, *, fixtures: bool = True) -> Gate:
+def gate(discovery: Response | Surface, *, fixtures: bool = True) -> Gate:
     """The one gate: discovery readable, recordedFixtures and fixtureMatching advertised,
     and (when `fixtures`) the three conformance fixtures listed in discovery `fixtures`."""
-    if discovery.status != 200 or not isinstance(discovery.json, dict):
-        return Gate(f"discovery answered {discovery.status}; the host advertises nothing "
+    surface = discovery if isinstance(discovery, Surface) else Surface.of(discovery)
+    if not surface.readable:
+        return Gate(f"discovery answered {surface.status}; the host advertises nothing "
                     "readable")
-    doc = discovery.json
-    conformance = doc.get("conformance")
-    listed_seams = conformance.get("seams") if isinstance(conformance, dict) else None
-    seams = frozenset(s for s in listed_seams if isinstance(s, str)) \
-        if isinstance(listed_seams, list) else frozenset()
-    facet = eval_suite_facet(doc)
-    if facet.get("recordedFixtures") is not True:
+    seams = surface.seams
+    if not surface.advertises("recordedFixtures"):
         return Gate("the host does not advertise agents.evalSuite.recordedFixtures", None, seams)
-    if facet.get("fixtureMatching") is not True:
+    if not surface.advertises("fixtureMatching"):
         return Gate("the host does not advertise agents.evalSuite.fixtureMatching", None, seams)
     if fixtures:
-        listed = doc.get("fixtures")
-        missing = [f for f in FIXTURES if not isinstance(listed, list) or f not in listed]
+        missing = [f for f in FIXTURES if not surface.lists(f)]
         if missing:
             return Gate("discovery fixtures does not list " + ", ".join(missing),
                         "agents.evalSuite.recordedFixtures (advertised with fixtureMatching, "

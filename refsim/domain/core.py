@@ -322,8 +322,10 @@ class HostCore:
     builtin_suites: dict[str, Suite] = attrs.Factory(dict)
     suites: SuiteCatalogue = attrs.field(init=False)
     copies: CopyStore = attrs.field(init=False)
-    # How often each source id was resolved: a fork must never add to it (§E).
+    # How often each source id was resolved, and derived from: a fork must never add to
+    # either (§E).
     resolutions: dict[RunId, int] = attrs.Factory(dict)
+    derivations: dict[RunId, int] = attrs.Factory(dict)
 
     def __attrs_post_init__(self) -> None:
         self.minter = IdMinter(self.seed)

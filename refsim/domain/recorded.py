@@ -61,6 +61,8 @@ class Deriver:
     """§D: one exact-args entry per call of the eval's agent, delegates excluded, in order."""
 
     def derive(self, core: HostView, source: RunRecord, agent_id: str) -> tuple[FixtureEntry, ...]:
+        # Counted, as resolutions are: a fork must never derive from its source again (§E).
+        core.derivations[source.run_id] = core.derivations.get(source.run_id, 0) + 1
         calls = sorted((c for c in source.held_calls if c.agent_id == agent_id),
                        key=_BY_SEQUENCE)
         entry = self.entry

@@ -18,6 +18,8 @@ class HostView(Protocol):
     runs: dict[RunId, RunRecord]
     # How often each source id was resolved: a fork must never add to it (§E).
     resolutions: dict[RunId, int]
+    # How often the host derived entries from each source run (§E: a fork never does).
+    derivations: dict[RunId, int]
     profile: HostProfile
     tenants: dict[str, Tenant]
     gateway: ToolGateway
