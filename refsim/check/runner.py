@@ -16,7 +16,8 @@ from refsim.domain.profile import HostProfile, profile_named
 from refsim.host import SimHost
 from refsim.wire.client import HostClient
 
-if TYPE_CHECKING:  # the zoo is imported by what runs it, not by every check
+if TYPE_CHECKING:  # the zoos are imported by what runs them, not by every check
+    from refsim.check.variants import Variant
     from refsim.check.zoo import Mutant
 
 PARTS = ("conformance", "examples", "invariants")
@@ -31,11 +32,14 @@ class Target:
     seed: int = 0
     base_components: Components | None = None
     mutant: Mutant | None = None
+    variant: Variant | None = None
 
     def host(self, profile: str | None = None) -> SimHost:
         """A fresh host: under `profile` when a check pins one (an example row's `profile:`),
         else under the target's own profile, the one the report is labelled with."""
         chosen: HostProfile = profile_named(self.profile if profile is None else profile)
+        if self.variant is not None:
+            return self.variant.host(self.seed, chosen)
         if self.mutant is None:
             chosen, components = build(self.readings, chosen, self.base_components)
             return SimHost(seed=self.seed, profile=chosen, components=components)
@@ -47,7 +51,8 @@ class Target:
     def label(self) -> str:
         extra = "".join(f" --assume {r}" for r in self.readings)
         faulty = f" --mutant {self.mutant.name}" if self.mutant is not None else ""
-        return f"refsim:{self.profile}{faulty}{extra}"
+        correct = f" --variant {self.variant.name}" if self.variant is not None else ""
+        return f"refsim:{self.profile}{faulty}{correct}{extra}"
 
 
 def matches(prefix: str | None, row: Row) -> bool:

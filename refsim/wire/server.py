@@ -192,9 +192,11 @@ class WireServer:
                  header_timeout: float = HEADER_TIMEOUT_SECONDS,
                  keep_alive: int = KEEP_ALIVE_SECONDS,
                  body_timeout: float = BODY_TIMEOUT_SECONDS,
-                 app: Any = None) -> None:
+                 app: Any = None, wrap_app: Any = None) -> None:
         self.app = WireApp(handler, sse_max_seconds=sse_max_seconds,
                            sse_poll_seconds=sse_poll_seconds, body_timeout=body_timeout)
+        if wrap_app is not None:  # ASGI middleware around the app (framing variants)
+            app = wrap_app(self.app)
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         self.socket = socket.create_server((address, port), family=family, backlog=BACKLOG)
         self.socket.setblocking(False)
