@@ -136,6 +136,10 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
             rows = run_parts(target, parts, args.prefix)
         else:
             client, api_key, tenant_b = remote
+            refused = _keys_refused(client, api_key, tenant_b)
+            if refused is not None:
+                print(f"refsim: {refused}", file=sys.stderr)
+                return EXIT_USAGE
             rows = run_parts(target, parts, args.prefix, client=client, api_key=api_key,
                              tenant_b_key=tenant_b)
     except ValueError as exc:  # HostUnreachable is one: a clear line, not a traceback
@@ -161,6 +165,11 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         if args.strict and code == 0:
             return report.EXIT_UNKNOWN
     return code
+
+
+def _keys_refused(client: HostClient, api_key: str, tenant_b: str | None) -> str | None:
+    from refsim.check.observe import keys_refused
+    return keys_refused(client, api_key, tenant_b)
 
 
 def _untested(client: HostClient) -> str | None:
@@ -237,21 +246,25 @@ def _fuzz(args: argparse.Namespace) -> int:
                 print(f"refsim fuzz: no faulty host named {args.mutant!r} in the zoo",
                       file=sys.stderr)
                 return EXIT_USAGE
-        target = FuzzTarget(profile=args.profile, mutant=args.mutant)
+        if args.variant is not None:
+            from refsim.check.variants import PASS_ZOO
+            if args.variant not in {v.name for v in PASS_ZOO}:
+                print(f"refsim fuzz: no correct host named {args.variant!r} in the pass zoo",
+                      file=sys.stderr)
+                return EXIT_USAGE
+        target = FuzzTarget(profile=args.profile, mutant=args.mutant, variant=args.variant)
     else:
         client, api_key, tenant_b = remote
         keys = {"acme": api_key, **({"globex": tenant_b} if tenant_b else {})}
-        try:
-            discovery = client.request("GET", "/.well-known/openwop").json or {}
-        except ValueError as exc:
-            print(f"refsim: {exc}", file=sys.stderr)
+        refused = _keys_refused(client, api_key, tenant_b)
+        if refused is not None:
+            print(f"refsim: {refused}", file=sys.stderr)
             return EXIT_USAGE
-        # refsim's own tools (vault, flaky, delegates) only where the host is refsim.
-        extended = (discovery.get("implementation") or {}).get("name") == "refsim"
-        print(f"fuzzing {client.name} over HTTP; white-box checks skipped (derivation "
+        print(f"fuzzing {client.name} over HTTP; it sends only what discovery advertises "
+              "(seams, fixtures, capabilities); white-box checks skipped (derivation "
               "fidelity, egress credentials in derived entries, erasure reaching the copy "
               "store, re-resolution counts need the simulator's insides)")
-        target = FuzzTarget(base_url=client.name, keys=keys, extended=extended)
+        target = FuzzTarget(base_url=client.name, keys=keys)
     database = args.database
     if args.jobs > 1 or args.duration is not None:
         base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(
@@ -269,7 +282,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         print(f"nothing failed: no example the database at {database} holds for this "
               "machine fails against this host")
         return 0
-    code = report(result, sys.stdout)
+    code = report(result, sys.stdout, target)
     if not result.passed:
         print_reproduction(sys.stdout, target=target, database=database, steps=args.steps,
                            seed_value=args.seed)
@@ -442,6 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--profile", default="reference", choices=sorted(PROFILES))
     fuzz.add_argument("--mutant", metavar="NAME",
                       help="fuzz a faulty host of the zoo (refsim mutants) instead")
+    fuzz.add_argument("--variant", metavar="NAME",
+                      help="fuzz a correct host of the pass zoo (refsim mutants) instead")
     fuzz.add_argument("--jobs", type=int, default=1,
                       help="processes, each with its own seeds, over one example database "
                            f"(at most {MAX_FUZZ_JOBS})")

@@ -189,7 +189,7 @@ SABOTAGE: list[tuple[str, str, str]] = [
      "egress credential material present"),
     ("check_no_reresolution", "reresolves-on-fork", "the source was resolved again"),
     ("check_no_reresolution", "derives-from-source-on-fork",
-     "a replay fork with the source deleted from the host: expected 201"),
+     "a replay fork while the source is there: the host derived from the source again"),
     ("check_copy_erased_with_source", "keeps-copy-after-erasure",
      "derived copy(ies) still stored under the erased source"),
     ("check_copy_erased_with_source", "wipes-all-copies",
@@ -206,7 +206,7 @@ SABOTAGE: list[tuple[str, str, str]] = [
     ("check_derived_never_on_wire", "leaks-entries-in-eval-started",
      "carries derived-entry keys ['argsMatch', 'tool', 'toolResponses']"),
     ("check_derived_never_on_wire", "derived-in-snapshot",
-     "carries recorded content the run never made"),
+     "the replay: GET /: carries recorded content"),
 ]
 
 

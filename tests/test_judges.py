@@ -124,10 +124,11 @@ def test_the_judge_list_is_what_this_file_expects() -> None:
     assert _judge_names() == sorted([
         "absent", "content_free", "copies_gone", "counter_delta", "counter_moved",
         "counter_unchanged", "created", "differs", "echo", "envelope", "eval_order",
-        "facet_implies_matching", "miss_count", "no_content_in", "no_derived_entries",
-        "no_echo", "no_recorded_content", "no_reresolution", "no_secret_in", "nothing_minted",
-        "outcomes_equal", "passed_is", "present_in", "refused", "refused_registered",
-        "schema_vector", "unchanged", "uniform"])
+        "facet_implies_matching", "indistinguishable", "latency_alike", "miss_count",
+        "no_content_in", "no_derived_entries", "no_echo", "no_entries_on_wire",
+        "no_new_runs", "no_recorded_content", "no_reresolution", "no_secret_in",
+        "nothing_minted", "outcomes_equal", "passed_is", "present_in", "refused",
+        "refused_registered", "schema_vector", "unchanged", "uniform"])
 
 
 # -- helpers the judges stand on ----------------------------------------------------------------
@@ -760,3 +761,159 @@ def test_echoed_finds_what_a_search_of_each_decoding_finds(supplied: str, text: 
     texts = judges._decodings(text)
     alone = sorted(w for w in judges._id_windows(supplied) if any(w in t for t in texts))
     assert judges.echoed(text, supplied) == alone
+
+
+# -- judging differentially: what the refused id decides, not what varies anyway -------------
+
+def _noisy(body: dict[str, Any], n: int, **headers: str) -> Response:
+    """A refusal as a host with per-answer noise sends it: a request id, a correlation id."""
+    noisy = {**body, "details": {"correlationId": f"c-{n:04d}"}}
+    return resp(400, noisy, {"OpenWOP-Version": "2.0", "X-Request-Id": f"r-{n:04d}",
+                             **headers})
+
+
+def test_indistinguishable_passes() -> None:
+    """What differs between the groups varies within each: noise, no oracle."""
+    groups = [("unknown", [_noisy(REFUSAL, i) for i in range(3)]),
+              ("foreign", [_noisy(REFUSAL, 10 + i) for i in range(3)])]
+    assert ok_all(judges.indistinguishable(REQ, groups))
+
+
+def test_indistinguishable_fails_on_a_header_that_separates_the_groups() -> None:
+    groups = [("unknown", [_noisy(REFUSAL, i) for i in range(3)]),
+              ("foreign", [_noisy(REFUSAL, 10 + i, **{"OpenWOP-Source-Scope": "other"})
+                           for i in range(3)])]
+    found = judges.indistinguishable(REQ, groups)
+    assert not found.ok and "openwop-source-scope" in found.message
+
+
+def test_indistinguishable_fails_on_a_body_member_that_separates_the_groups() -> None:
+    groups = [("unknown", [_noisy(REFUSAL, i) for i in range(3)]),
+              ("foreign", [_noisy({**REFUSAL, "message": "not yours"}, 10 + i)
+                           for i in range(3)])]
+    assert not judges.indistinguishable(REQ, groups).ok
+
+
+def test_indistinguishable_fails_without_two_samples_a_group() -> None:
+    assert not judges.indistinguishable(REQ, [("a", [refusal()]), ("b", [refusal()])]).ok
+
+
+def test_uniform_sets_the_host_noise_aside() -> None:
+    a, b = _noisy(REFUSAL, 1), _noisy(REFUSAL, 2)
+    assert not judges.uniform(REQ, [("a", a), ("b", b)], exact=True).ok
+    noise = judges.noise_of([_noisy(REFUSAL, 7), _noisy(REFUSAL, 8), _noisy(REFUSAL, 9)])
+    assert {"header x-request-id", "body /details/correlationId", "body"} <= noise
+    assert judges.uniform(REQ, [("a", a), ("b", b)], exact=True, noise=noise).ok
+    other = _noisy({**REFUSAL, "message": "no such run"}, 3)
+    assert not judges.uniform(REQ, [("a", a), ("other", other)], exact=True, noise=noise).ok
+
+
+def test_latency_alike_passes() -> None:
+    """Samples of one distribution."""
+    import random
+    rng = random.Random(7)
+    a = [rng.uniform(0.001, 0.004) for _ in range(24)]
+    b = [rng.uniform(0.001, 0.004) for _ in range(24)]
+    assert judges.latency_alike(REQ, ("unknown", a), ("foreign", b)).ok
+
+
+def test_latency_alike_fails_when_one_group_is_slower() -> None:
+    import random
+    rng = random.Random(7)
+    a = [rng.uniform(0.001, 0.004) for _ in range(24)]
+    b = [x + 0.005 for x in (rng.uniform(0.001, 0.004) for _ in range(24))]
+    found = judges.latency_alike(REQ, ("unknown", a), ("foreign", b))
+    assert not found.ok and "tells the groups apart" in found.message
+
+
+def test_latency_alike_passes_a_difference_too_small_to_use() -> None:
+    a = [0.000010 + i * 1e-7 for i in range(24)]
+    b = [0.000020 + i * 1e-7 for i in range(24)]  # significant, and 10 microseconds
+    assert judges.latency_alike(REQ, ("unknown", a), ("foreign", b)).ok
+
+
+def test_latency_alike_fails_on_too_few_samples() -> None:
+    assert not judges.latency_alike(REQ, ("a", [0.1] * 3), ("b", [0.1] * 3)).ok
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=8, max_size=30),
+       st.lists(st.floats(0, 1, allow_nan=False), min_size=8, max_size=30))
+def test_mann_whitney_is_symmetric_and_bounded(a: list[float], b: list[float]) -> None:
+    u_ab, p_ab = judges.mann_whitney(a, b)
+    u_ba, p_ba = judges.mann_whitney(b, a)
+    assert 0 <= p_ab <= 1 and abs(p_ab - p_ba) < 1e-9
+    assert abs(u_ab + u_ba - len(a) * len(b)) < 1e-9
+
+
+def test_mann_whitney_false_alarms_at_about_its_level() -> None:
+    """Samples of one distribution: the judge's threshold is crossed about as often as
+    its level says (a loose bound; the documented rate is LATENCY_ALPHA)."""
+    import random
+    rng = random.Random(0)
+    runs, alarms = 2000, 0
+    for _ in range(runs):
+        a = [rng.expovariate(1.0) for _ in range(24)]
+        b = [rng.expovariate(1.0) for _ in range(24)]
+        alarms += judges.mann_whitney(a, b)[1] < 0.01
+    assert alarms / runs < 0.02
+
+
+def test_no_echo_sets_aside_text_every_refusal_carries() -> None:
+    tenant = "validation-errors"
+    supplied = f"{tenant}/run-0252unknown0000000"
+    control = judges.control_value(supplied)
+    assert not set(judges._id_windows(supplied)) & set(judges._id_windows(control))
+    r = refusal()  # "validation_error" shares runs of characters with the tenant's name
+    assert not judges.no_echo(REQ, r, [supplied], "plain").ok
+    assert judges.no_echo(REQ, r, [supplied], "with a control", [refusal()]).ok
+
+
+def test_no_echo_fails_on_an_echo_a_control_does_not_carry() -> None:
+    supplied = "validation-errors/run-0252unknown0000000"
+    echoing = refusal(f"cannot use {supplied}")
+    control = refusal(f"cannot use {judges.control_value(supplied)}")
+    assert not judges.no_echo(REQ, echoing, [supplied], "echo", [control]).ok
+
+
+def test_no_new_runs_passes() -> None:
+    assert judges.no_new_runs(REQ, ["acme/a", "acme/b"], ["acme/b"], "refusal").ok
+
+
+def test_no_new_runs_fails_when_a_refusal_left_a_run() -> None:
+    found = judges.no_new_runs(REQ, ["acme/a"], ["acme/a", "acme/c"], "refusal")
+    assert not found.ok and "acme/c" in found.message
+    assert not judges.no_new_runs(REQ, None, ["acme/a"], "refusal").ok
+
+
+_CALLS = [(INC[0], INC[1]), (READ[0], READ[1])]
+
+
+def test_no_entries_on_wire_passes() -> None:
+    """A run's own tool events carry its calls' inputs and answers apart."""
+    log = {"events": eval_log()}
+    assert ok_all(judges.no_entries_on_wire(REQ, [("poll", log)], _CALLS, _CALLS))
+
+
+def test_no_entries_on_wire_fails_an_entry_under_other_names() -> None:
+    snapshot = {"runId": SOURCE_ID, "provenance": [{"in": INC[0], "out": INC[1]}]}
+    found = judges.no_entries_on_wire(REQ, [("snapshot", snapshot)], _CALLS, _CALLS)
+    assert failed(found) and "recorded content" in failed(found)[0].message
+
+
+def test_no_entries_on_wire_fails_an_entry_inside_a_string_or_a_header() -> None:
+    import base64
+    import json as _json
+    entries = _json.dumps([{"tool": COUNTER, "args": READ[0], "response": READ[1]}])
+    as_string = {"runId": SOURCE_ID, "metadata": {"debug": entries}}
+    assert failed(judges.no_entries_on_wire(REQ, [("string", as_string)], _CALLS, _CALLS))
+    header = resp(200, {"runId": SOURCE_ID}, {"X-Debug": base64.b64encode(
+        entries.encode()).decode()})
+    assert failed(judges.no_entries_on_wire(REQ, [("header", header)], _CALLS, _CALLS))
+
+
+def test_no_entries_on_wire_fails_a_call_the_run_never_made() -> None:
+    answer = {"key": "recorded-fixtures", "count": 7}
+    recorded = [INC, (READ[0], answer)]
+    drift = {"events": [ev(0, "eval.started", note=answer)]}
+    assert failed(judges.no_entries_on_wire(REQ, [("drift", drift)], recorded, [INC]))

@@ -38,7 +38,8 @@ EXPECTED_REQUIREMENTS = (
     + [S + name for name in (
         "facet-implies-matching", "non-advertising-refuses", "refused-before-start",
         "empty-map-refused", "live-shadow-refused", "suite-fixtures-refused",
-        "usable-source-accepted", "source-uniform-body", "no-echo", "non-terminal-refused",
+        "usable-source-accepted", "source-uniform-body", "source-uniform-latency", "no-echo",
+        "non-terminal-refused",
         "not-held-refused", "failed-call-needs-fixture-errors", "content-free-lane-usable",
         "derive-agent-calls-only", "derive-sequence-order", "derive-exact-args",
         "derive-error-entries", "fail-closed-miss", "per-trial-reset", "no-egress-credential",
@@ -130,7 +131,8 @@ def test_witness_classes_follow_the_falsifiability_table(registry: Registry) -> 
 
 def test_scenario_ids_are_registered(registry: Registry, scenario_rows: list[Row]) -> None:
     ids = {r.requirement_id for r in scenario_rows}
-    assert ids == {*scenario.LEGS, scenario.UNIFORM_BODY, scenario.SCENARIO_ROW}
+    assert ids == {*scenario.LEGS, scenario.UNIFORM_BODY, scenario.LATENCY,
+                   scenario.SCENARIO_ROW}
     assert registry.unknown_ids(ids) == []
 
 
@@ -203,7 +205,7 @@ def test_unknown_ids(registry: Registry) -> None:
 def test_matching_short_prefixes(registry: Registry) -> None:
     ids = [q.id for q in registry.matching("0252.source")]
     assert ids == [P + "source-replayed", P + "source-refused", P + "source-uniform",
-                   S + "source-uniform-body"]
+                   S + "source-uniform-body", S + "source-uniform-latency"]
     assert [q.id for q in registry.matching(P + "shape")] == [P + "shape"]
     assert [q.id for q in registry.matching("0251")] == [
         "refsim.requirement.0251.baseline-uniform", "refsim.requirement.0251.eval-modes-subset"]

@@ -526,6 +526,13 @@ def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
 
 # ----------------------------------------------------------------------------- the zoo
 
+# Why a host that reads the source again on a fork cannot be caught from outside.
+REDERIVES = ("while the source is usable, deriving again gives the fork the very entries the "
+             "copy holds; once it is erased, the copy is erased with it (Security), so either "
+             "way the fork is refused; and v2 has no portable run deletion that would take the "
+             "source away alone (RFC 0252's falsifiability table: unwitnessable). Only the "
+             "host's resolution and derivation counts show it")
+
 ZOO: tuple[Mutant, ...] = (
     Mutant("ignores-fixture-runs", "§D: the task's fixtures come from the source run",
            _swap(planner=_IgnoresFixtureRuns)),
@@ -549,7 +556,7 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("derives-egress-credential", "§D/SR-1: credential resolved at egress MUST NOT "
            "enter a derived entry", _swap(deriver=_DerivesEgress)),
     Mutant("reresolves-on-fork", "§E: a fork of the eval run MUST NOT resolve the source "
-           "again", _swap(forks=ReresolvesOnFork)),
+           "again", _swap(forks=ReresolvesOnFork), inside_only=REDERIVES),
     Mutant("keeps-copy-after-erasure", "Security: the derived copy is erased with its "
            "source", lambda: Components(copies=KeepsCopies)),
     Mutant("omits-echo", "§E: eval.started MUST carry fixtureRuns when the request did",
@@ -596,7 +603,7 @@ ZOO: tuple[Mutant, ...] = (
            "counted", _swap(misses=_CountsMissButCallsLive)),
     Mutant("plans-live", "§D: derived fixtures run onMiss fail", _swap(planner=_PlansLive)),
     Mutant("derives-from-source-on-fork", "§E: a fork reads the stored copy, never the "
-           "source again", _swap(forks=_DerivesFromSourceOnFork)),
+           "source again", _swap(forks=_DerivesFromSourceOnFork), inside_only=REDERIVES),
     Mutant("runs-live-when-copy-gone", "Security: a fork whose copy is gone is refused, never "
            "run against live tools", _swap(forks=_RunsLiveWhenCopyGone)),
     Mutant("wipes-all-copies", "Security: erasure reaches the source's copies, and only "

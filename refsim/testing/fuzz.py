@@ -196,38 +196,58 @@ def _is_invariant_call(line: str) -> bool:
     return any(f"state.{name}()" in line for name in INVARIANT_CALLS)
 
 
+# `refsim fuzz` exit codes: a counterexample (a requirement broken) is 1; a run that left
+# critical branches unreached (inconclusive: the budget, or what the host offers) is 2.
+EXIT_COUNTEREXAMPLE, EXIT_INCONCLUSIVE = 1, 2
+
+
 def _print_counterexample(requirement_id: str | None, message: str, narrative: Sequence[str],
-                          program: Sequence[str], steps: int, out: TextIO) -> None:
+                          program: Sequence[str], steps: int, out: TextIO,
+                          header: Sequence[str] = ()) -> None:
     print(f"COUNTEREXAMPLE for {requirement_id}", file=out)
     print(f"  {message}", file=out)
     print("\nWhat happened:", file=out)
     for line in narrative:
         print(f"  {line}", file=out)
-    print(f"\nThe program ({steps} steps), pasteable into a test:", file=out)
-    print("  from refsim.testing.stateful import RecordedFixturesMachine", file=out)
+    print(f"\nThe program ({steps} steps), pasteable into a test; it drives the same "
+          "target:", file=out)
+    for line in header or FuzzTarget().program_header():
+        print(f"  {line}", file=out)
     for line in program:
         print(f"  {line}", file=out)
 
 
-def _print_branches(branches: collections.Counter[str], out: TextIO) -> int:
+def _print_branches(branches: collections.Counter[str], out: TextIO,
+                    unoffered: dict[str, str] | None = None) -> int:
     for branch, count in sorted(branches.items()):
         print(f"  {branch:<28} {count}", file=out)
     missing = unreached(branches)
-    if missing:
-        print("FAILED: critical branches never reached: " + ", ".join(missing), file=out)
-        return 1
-    return 0
+    if not missing:
+        return 0
+    offered = [b for b in missing if b not in (unoffered or {})]
+    print("INCONCLUSIVE: critical branches never reached: " + ", ".join(missing), file=out)
+    for branch in missing:
+        if branch in (unoffered or {}):
+            print(f"  {branch}: the host cannot reach it: {(unoffered or {})[branch]}",
+                  file=out)
+    if offered:
+        print("  the others are within the host's reach: a larger --max-examples or "
+              "--steps (or a campaign, --duration) reaches them", file=out)
+    return EXIT_INCONCLUSIVE
 
 
-def report(result: FuzzResult, out: TextIO) -> int:
+def report(result: FuzzResult, out: TextIO, target: FuzzTarget | None = None) -> int:
     machine = result.machine
     if not result.passed:
         _print_counterexample(result.requirement_id, result.message, result.narrative,
-                              result.pasteable, result.steps, out)
-        return 1
+                              result.pasteable, result.steps, out,
+                              (target or FuzzTarget()).program_header())
+        return EXIT_COUNTEREXAMPLE
     print(f"passed: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
           f"{machine.requests_made} request(s)", file=out)
-    return _print_branches(machine.branches, out)
+    offered = machine.offered
+    unoffered = offered.unoffered(len(machine.tenant_keys)) if offered is not None else {}
+    return _print_branches(machine.branches, out, unoffered)
 
 
 # ------------------------------------------------------------------ shrinking for display
@@ -346,6 +366,8 @@ class FuzzTarget:
     base_url: str | None = None
     keys: dict[str, str] | None = None
     extended: bool = True
+    # A correct host of the pass zoo (refsim.check.variants), in process.
+    variant: str | None = None
 
     def factory(self) -> Callable[[], HostClient]:
         from refsim.host import SimHost
@@ -356,11 +378,43 @@ class FuzzTarget:
             return lambda: client
         if self.mutant is not None:
             from refsim.check.zoo import mutant
-            components = mutant(self.mutant).components
-            return lambda: SimHost(seed=0, components=components())
+            faulty = mutant(self.mutant)
+            return lambda: faulty.host()
+        if self.variant is not None:
+            from refsim.check.variants import variant
+            correct = variant(self.variant)
+            return lambda: correct.host()
         from refsim.domain.profile import profile_named
         profile = profile_named(self.profile)
         return lambda: SimHost(seed=0, profile=profile)
+
+    def tenant_keys(self) -> dict[str, str] | None:
+        """The keys the machine uses: given, or for a host over HTTP read from
+        OPENWOP_API_KEY and OPENWOP_TEST_TENANT_B_API_KEY (None: the built-in tenants)."""
+        if self.keys is not None or self.base_url is None:
+            return self.keys
+        import os
+        found = {"acme": os.environ.get("OPENWOP_API_KEY", ""),
+                 "globex": os.environ.get("OPENWOP_TEST_TENANT_B_API_KEY", "")}
+        return {label: key for label, key in found.items() if key} or None
+
+    def machine(self) -> type[RecordedFixturesMachine]:
+        """The machine class over this target: what a printed program runs."""
+        return machine_for(self.factory(), extended=self.extended, keys=self.tenant_keys())
+
+    def program_header(self) -> list[str]:
+        """The lines a printed program starts with, so that it drives this same target
+        (the API keys of a host over HTTP come from the environment, never printed)."""
+        args = ", ".join(f"{name}={value!r}" for name, value in (
+            ("base_url", self.base_url), ("mutant", self.mutant), ("variant", self.variant))
+            if value is not None) or (f"profile={self.profile!r}"
+                                      if self.profile != "reference" else "")
+        if not self.extended:
+            args += (", " if args else "") + "extended=False"
+        lines = ["from refsim.testing.fuzz import FuzzTarget"]
+        if self.base_url is not None:
+            lines.append("# API keys: OPENWOP_API_KEY, OPENWOP_TEST_TENANT_B_API_KEY")
+        return [*lines, f"RecordedFixturesMachine = FuzzTarget({args}).machine()"]
 
     def label(self, steps: int) -> str:
         """What sets this target's entries in a shared database apart: the host, and the
@@ -381,6 +435,8 @@ class FuzzTarget:
             return ["--base-url", self.base_url]
         if self.mutant is not None:
             return ["--mutant", self.mutant]
+        if self.variant is not None:
+            return ["--variant", self.variant]
         return ["--profile", self.profile]
 
 
@@ -461,8 +517,8 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
         seeds.append(seed_value)
         result = run_machine(factory, max_examples=max_examples, steps=steps,
                              seed_value=seed_value, extended=target.extended,
-                             keys=target.keys, database=target.database(database, steps),
-                             shrink=shrink)
+                             keys=target.tenant_keys(),
+                             database=target.database(database, steps), shrink=shrink)
         machine = result.machine
         examples += machine.examples_run
         steps_taken += machine.steps_taken
@@ -521,16 +577,21 @@ def report_campaign(result: CampaignResult, out: TextIO, *, target: FuzzTarget,
         print(f"  job {o.job}: {len(o.seeds)} batch(es), seeds {o.seeds[0]}..{o.seeds[-1]}, "
               f"{o.examples} example(s): {verdict}", file=out)
     print("combined branch counts:", file=out)
-    code = _print_branches(result.branches, out)
     failure = result.first_failure
     if failure is None:
-        return code
+        from refsim.check.observe import surface_of
+        from refsim.testing.stateful import Offered
+        keys = target.tenant_keys()
+        unoffered = Offered(surface_of(target.factory()())).unoffered(
+            len(keys) if keys is not None else 2)
+        return _print_branches(result.branches, out, unoffered)
+    _print_branches(result.branches, out)
     print(f"\nfirst counterexample: job {failure.job}, seed {failure.seed}", file=out)
     _print_counterexample(failure.requirement_id, failure.message, failure.narrative,
-                          failure.program, failure.steps, out)
+                          failure.program, failure.steps, out, target.program_header())
     print_reproduction(out, target=target, database=database, steps=steps,
                        seed_value=failure.seed)
-    return 1
+    return EXIT_COUNTEREXAMPLE
 
 
 def print_reproduction(out: TextIO, *, target: FuzzTarget, database: str | None, steps: int,

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from refsim.domain.canonical import canonical
-from refsim.domain.tools import ToolGateway, ToolResult
+from refsim.domain.tools import COUNTER, ToolGateway, ToolResult
 
 HELD, CONTENT_FREE_LANE, UNHELD_LANE = "held", "content-free", "unheld"
 
@@ -49,6 +49,7 @@ class ModelRun:
     invoked: set[str] = attrs.Factory(set)
     held: bool = True
     erased: bool = False
+    deleted: bool = False  # taken out of the host outright (in process only)
     fixture_runs: dict[str, str] | None = None
     # sources whose tool content this run was served (erasing one reaches this run)
     content_from: set[str] = attrs.Factory(set)
@@ -81,7 +82,7 @@ class Model:
 
     def unusable_kind(self, caller_tenant: str, value: Any, agent: str) -> str:
         run = self.runs.get(value) if isinstance(value, str) else None
-        if run is None:
+        if run is None or run.deleted:
             return "unknown"
         if run.tenant != caller_tenant:
             return "foreign"
@@ -109,6 +110,24 @@ class Model:
             calls.append(Call(agent_id, name, args, result.status, result.outcome, result.error))
             return result
         return _execute(agent, script, tool, invoked)
+
+    def take_in(self, tenant: str, calls: list[Call], events: list[Any]) -> None:
+        """Correct the model's live calls with what the wire showed they returned: a host
+        whose counters the machine cannot read (no counter seam, a host that served other
+        traffic) answers from counts the model cannot know. The world takes the counts in."""
+        returned = [e.get("payload") or {} for e in events
+                    if isinstance(e, dict) and e.get("type") == "agent.tool-returned"]
+        if len(returned) != len(calls):
+            return
+        for index, (call, payload) in enumerate(zip(calls, returned, strict=True)):
+            outcome = payload.get("outcome")
+            if call.status != "ok" or "outcome" not in payload or outcome == call.outcome:
+                continue
+            calls[index] = attrs.evolve(call, outcome=outcome)
+            if call.tool == COUNTER and isinstance(outcome, dict) \
+                    and isinstance(outcome.get("key"), str) \
+                    and isinstance(outcome.get("count"), int):
+                self.world.counters[(tenant, outcome["key"])] = outcome["count"]
 
     @staticmethod
     def run_replay(agent: str, script: list[Any], entries: tuple[Entry, ...], trials: int,

@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, cast
 
+import attrs
 from hypothesis import note as _hypothesis_note
 from hypothesis import reject
 from hypothesis import strategies as st
@@ -31,14 +32,30 @@ from hypothesis.stateful import (
     get_state_machine_test,
     invariant,
     multiple,
+    precondition,
     rule,
 )
 
+from refsim import catalog
 from refsim.check import judges
 from refsim.check.ids import req_id
 from refsim.check.judges import id_forms
+from refsim.check.observe import (
+    DRIFT,
+    REPLAY,
+    SEAM_ERASE,
+    SEAM_RESOLVE,
+    SEAM_SUITES,
+    SEAM_TENANTS,
+    SOURCE,
+    Session,
+    Surface,
+    eval_body,
+    noise_of_host,
+    run_path,
+    surface_of,
+)
 from refsim.check.observe import KEYS as TENANT_KEYS
-from refsim.check.observe import Session, eval_body, run_path
 from refsim.domain.agents import CONTENT_FREE, HELPER, RECORDER, UNHELD
 from refsim.domain.canonical import canonical
 from refsim.domain.ids import RunId, parse_bound
@@ -215,6 +232,95 @@ def _norm(value: Any, failed: bool) -> Any:
     return value
 
 
+# ----------------------------------------------------------------------------- what the host offers
+
+AGENT_CALL, WAIT_INPUT, NOOP = "conformance-agent-call", "conformance-wait-input", \
+    "conformance-noop"
+SUITE_FIXTURES_SUITE, TWO_TASKS_SUITE = "refsim-eval-with-suite-fixtures", "refsim-eval-two-tasks"
+
+
+@attrs.frozen
+class Offered:
+    """What the machine may send this host, read from its discovery document: it never
+    sends what the host does not advertise (fixtureRuns without recordedFixtures, a seam
+    or a fixture it does not list, a fork without the replay family)."""
+
+    surface: Surface
+
+    @property
+    def recorded(self) -> bool:
+        return self.surface.advertises("recordedFixtures") and \
+            self.surface.advertises("fixtureMatching")
+
+    def seam(self, name: str) -> bool:
+        return self.surface.offers(name)
+
+    def fixture(self, name: str) -> bool:
+        return self.surface.lists(name)
+
+    @property
+    def forks(self) -> bool:
+        return self.surface.family("replay")
+
+    def lane(self, agent: str) -> bool:
+        """An agent the machine may run: the recorder, or a catalog agent the host lists."""
+        needed = catalog.for_agent_or_tool(agent)
+        return needed is None or self.fixture(needed)
+
+    def script(self, script: list[Any]) -> list[Any]:
+        """The script with every step the host cannot run (a tool or a delegate whose
+        catalog fixture it does not list) left out, a delegate's own steps kept in line."""
+        out: list[Any] = []
+        for step in script:
+            if "delegate" in step and not self.lane(step["delegate"]):
+                out.extend(self.script(step.get("script") or []))
+            elif "call" in step and not self.lane(step["call"]):
+                continue
+            elif "delegate" in step:
+                out.append({**step, "script": self.script(step.get("script") or [])})
+            else:
+                out.append(step)
+        return out
+
+    def unoffered(self, tenants: int) -> dict[str, str]:
+        """The critical branches this host cannot reach, and what it would take."""
+        out: dict[str, str] = {}
+
+        def need(branches: tuple[str, ...], ok: bool, why: str) -> None:
+            for branch in branches:
+                if not ok:
+                    out.setdefault(branch, why)
+        if not self.recorded:
+            need(tuple(b for b in CRITICAL if b.startswith(("refusal:", "replay:", "fork:"))),
+                 False, "the host does not advertise recordedFixtures with fixtureMatching")
+        need(("source:workflow", "source:delegates", "source:failed-call",
+              "source:credentialed"), self.fixture(AGENT_CALL),
+             f"the host does not list the fixture {AGENT_CALL}")
+        need(("source:delegates",), self.lane("refsim.agents:helper"),
+             "the host does not list the fixture refsim-agent-helper")
+        need(("source:failed-call",), self.lane("refsim.tools:flaky"),
+             "the host does not list the fixture refsim-tool-flaky")
+        need(("source:credentialed",), self.lane("refsim.tools:vault"),
+             "the host does not list the fixture refsim-tool-vault")
+        need(("source:non-terminal", "refusal:non-terminal"), self.fixture(WAIT_INPUT),
+             f"the host does not list the fixture {WAIT_INPUT}")
+        need(("source:no-agent", "refusal:no-agent"), self.fixture(NOOP),
+             f"the host does not list the fixture {NOOP}")
+        need(("source:not-held", "refusal:not-held"), self.lane("refsim.agents:unheld"),
+             "the host does not list the fixture refsim-agent-unheld")
+        need(("refusal:erased", "fork:gone"), self.seam(SEAM_ERASE),
+             f"the host does not advertise the seam {SEAM_ERASE}")
+        need(("fork:ok", "fork:gone"), self.forks,
+             "the host does not advertise the replay family (forkRun)")
+        need(("refusal:suite-fixtures",), self.fixture(SUITE_FIXTURES_SUITE),
+             f"the host does not list the fixture {SUITE_FIXTURES_SUITE}")
+        need(("refusal:live-shadow", "refusal:empty-map"), self.fixture(TWO_TASKS_SUITE),
+             f"the host does not list the fixture {TWO_TASKS_SUITE}")
+        need(("refusal:foreign",), tenants > 1,
+             "one tenant only: no second tenant's API key")
+        return out
+
+
 # ----------------------------------------------------------------------------- the machine
 
 class RecordedFixturesMachine(RuleBasedStateMachine):
@@ -223,6 +329,13 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     client_factory: ClassVar[Callable[[], HostClient]] = staticmethod(lambda: SimHost(seed=0))
     extended: ClassVar[bool] = True
     tenant_keys: ClassVar[dict[str, str]] = TENANTS
+    # Read off the first example's host, then kept: what the host offers and what varies
+    # on every answer it gives (noise the uniformity checks set aside).
+    offered: ClassVar[Offered | None] = None
+    noise: ClassVar[frozenset[str] | None] = None
+    # Seams the host lists but that did not answer as a seam does (a 404, say): no breach
+    # of RFC 0252, so the machine stops using them, as it does an unlisted one.
+    broken: ClassVar[set[str]] = set()
     branches: ClassVar[collections.Counter[str]] = collections.Counter()
     requests_made: ClassVar[int] = 0
     steps_taken: ClassVar[int] = 0
@@ -238,12 +351,16 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self.client = type(self).client_factory()
         self.sim = self.client if isinstance(self.client, SimHost) else None
         self.keys = dict(type(self).tenant_keys)
-        discovery = self.client.request("GET", "/.well-known/openwop").json or {}
-        facet = ((discovery.get("agents") or {}).get("evalSuite") or {})
+        cls = type(self)
+        if cls.offered is None:
+            cls.offered = Offered(surface_of(self.client))
+        self.offer = cls.offered
         unheld = self.sim.profile.unheld_agents if self.sim else frozenset({UNHELD})
-        self.model = Model(fixture_errors=bool(facet.get("fixtureErrors")), unheld_agents=unheld)
+        self.model = Model(fixture_errors=self.offer.surface.advertises("fixtureErrors"),
+                           unheld_agents=unheld)
         self.registered: set[tuple[str, str]] = set()
-        self.refusals: dict[Any, str] = {}
+        # Per caller: the one refusal every unusable source gets (its noise set aside).
+        self.refusals: dict[str, dict[Any, str]] = {}
         self.narrate = narrating()
         # What to look for of each run's id in another tenant's answers (see `_checked`).
         self._needles: dict[str, tuple[str, ...]] = {}
@@ -311,7 +428,17 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                    f"unregistered error {body.get('error')} at {response.status}")
         return response
 
-    def _suite(self, tenant: str, script: list[Any], *, source: bool, trials: int = 1) -> str:
+    def _suite(self, tenant: str, script: list[Any], *, source: bool, trials: int = 1,
+               drift: bool = False) -> tuple[str, str, list[Any], int, Any]:
+        """(evalSuiteRef, taskId, the script its task runs, trials, the decision its task
+        expects). Through the suite seam, a suite of the drawn script; on a host without
+        it, the conformance fixture of the kind asked (source, replay or drift), whose
+        script is its own."""
+        if not self._seam(SEAM_SUITES):
+            fixture = SOURCE if source else DRIFT if drift else REPLAY
+            listed = catalog.suite(fixture)["tasks"][0]
+            return (fixture, "record", list(listed["input"]["script"]), 1,
+                    listed["expected"]["match"]["value"])
         task: dict[str, Any] = {"taskId": "t", "input": {"script": script},
                                 "expected": {"kind": "golden",
                                              "match": {"strategy": "exact", "value": "ok"}}}
@@ -324,7 +451,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                    "tasks": [task]}
             owner = self.sim.core.caller(self.keys[tenant]) if self._same_names and \
                 self.sim is not None else None
-            if self.sim is not None and owner is not None:
+            if self.sim is not None and owner is not None and self.sim.edge is None:
                 # In process the suite is registered where the seam registers it, as the
                 # counters are read where the seam reads them: the seam's own checks are
                 # not what the machine judges, and they were a fifth of a step's cost.
@@ -334,10 +461,14 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             else:
                 r = self.client.request("POST", "/conformance/seams/eval-suites",
                                         api_key=self.keys[tenant], json={"suite": doc})
+                if r.status in (404, 405, 501):  # listed, but no seam answers there
+                    self._broke(SEAM_SUITES, r)
+                    return self._suite(tenant, script, source=source, trials=trials,
+                                       drift=drift)
                 expect(r.status == 201, req_id("0252.usable-source-accepted"),
                        f"the suite seam refused a suite: {r.status} {r.json}")
             self.registered.add((tenant, suite_id))
-        return suite_id
+        return suite_id, "t", script, trials, "ok"
 
     def _created_id(self, tenant: str, r: Response, what: str) -> str:
         self._checked(tenant, r)
@@ -355,6 +486,15 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     def known_tenant(self, name: str) -> Any:
         return name if name in self.keys else multiple()
 
+    def _seam(self, name: str) -> bool:
+        return self.offer.seam(name) and name not in type(self).broken
+
+    def _broke(self, name: str, r: Response) -> None:
+        type(self).broken.add(name)
+        if self.narrate:
+            note(f"the seam {name} is listed but answered {r.status}: not used from now on")
+
+    @precondition(lambda self: self._seam(SEAM_TENANTS))
     @rule(target=tenants, name=st.sampled_from(EXTRA_TENANTS))
     def add_tenant(self, name: str) -> Any:
         if name in self.keys:
@@ -362,13 +502,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         key = f"hk_test_{name}"
         r = self.client.request("POST", "/conformance/seams/tenants", api_key=self.keys["acme"],
                                 json={"name": name, "apiKey": key})
-        if r.status == 404:
-            if self.narrate:
-                note(f"the host has no tenant seam; {name} not added")
-            return multiple()
         if r.status == 400 and self.sim is None:
             if self.narrate:
                 note(f"{name} already exists on this long-lived host")  # an earlier example
+        elif not 200 <= r.status < 300 and r.status != 400:
+            self._broke(SEAM_TENANTS, r)  # listed, but it does not answer: nothing is added
+            return multiple()
         else:
             expect(r.status == 201, req_id("0252.tenant-isolation"),
                    f"adding tenant {name}: {r.status}")
@@ -383,18 +522,24 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     # -- recording sources
 
+    def _lane(self, lane: str) -> str:
+        """The drawn lane where the host lists its agent, else the recorder."""
+        return lane if self.offer.lane(lane) else RECORDER
+
+    @precondition(lambda self: self.offer.recorded)
     @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=COUNTER_SCRIPTS)
     def record_eval_source(self, tenant: str, lane: str, script: list[Any]) -> str:
-        suite = self._suite(tenant, script, source=True)
+        lane = self._lane(lane)
+        suite, _, script, _, _ = self._suite(tenant, script, source=True)
         r = self._session(tenant).create(eval_body(suite, agent_id=lane))
         return self._recorded_source(tenant, "eval", lane, script, r)
 
+    @precondition(lambda self: self.offer.fixture(AGENT_CALL))
     @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=ANY_SCRIPTS)
     def record_workflow_source(self, tenant: str, lane: str, script: list[Any]) -> str:
-        if not type(self).extended:
-            script = counter_only(script)
-        r = self._session(tenant).workflow("conformance-agent-call",
-                                           {"agentId": lane, "script": script})
+        lane = self._lane(lane)
+        script = self.offer.script(script) if type(self).extended else counter_only(script)
+        r = self._session(tenant).workflow(AGENT_CALL, {"agentId": lane, "script": script})
         return self._recorded_source(tenant, "workflow", lane, script, r)
 
     def _recorded_source(self, tenant: str, kind: str, lane: str, script: list[Any],
@@ -403,6 +548,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         run_id = self._created_id(tenant, r, f"a {kind} source run")
         run = self._record(ModelRun(run_id, tenant, kind, lane, True, script=script))
         self.model.run_live(tenant, lane, script, run.calls, run.invoked)
+        if self.sim is None or not self._same_names:  # counts the model may not know
+            self.model.take_in(tenant, run.calls, self._session(tenant).events(run_id))
         self._count("source:" + kind)
         self._count_source(run)
         if self.narrate:
@@ -419,21 +566,24 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if run.agent in self.model.unheld_agents and any(c.agent == run.agent for c in run.calls):
             self._count("source:not-held")
 
+    @precondition(lambda self: self.offer.fixture(WAIT_INPUT))
     @rule(target=runs, tenant=tenants, script=COUNTER_SCRIPTS)
     def record_waiting_run(self, tenant: str, script: list[Any]) -> str:
-        r = self._session(tenant).workflow("conformance-wait-input",
-                                           {"agentId": RECORDER, "script": script})
+        r = self._session(tenant).workflow(WAIT_INPUT, {"agentId": RECORDER, "script": script})
         run_id = self._created_id(tenant, r, "a waiting run")
         run = self._record(ModelRun(run_id, tenant, "waiting", RECORDER, False, script=script))
         self.model.run_live(tenant, RECORDER, script, run.calls, run.invoked)
+        if self.sim is None or not self._same_names:
+            self.model.take_in(tenant, run.calls, self._session(tenant).events(run_id))
         self._count("source:non-terminal")
         if self.narrate:
             note(f"{tenant} started waiting run {run_id}")
         return run_id
 
+    @precondition(lambda self: self.offer.fixture(NOOP))
     @rule(target=runs, tenant=tenants)
     def record_noop_run(self, tenant: str) -> str:
-        r = self._session(tenant).workflow("conformance-noop")
+        r = self._session(tenant).workflow(NOOP)
         run_id = self._created_id(tenant, r, "a noop run")
         self._record(ModelRun(run_id, tenant, "noop", None, True))
         self._count("source:no-agent")
@@ -441,13 +591,20 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             note(f"{tenant} ran noop {run_id}")
         return run_id
 
+    @precondition(lambda self: self._seam(SEAM_RESOLVE))
     @rule(run_id=runs)
     def resolve(self, run_id: str) -> None:
         run = self.model.runs[run_id]
+        if run.deleted:
+            return  # the host took it away: there is nothing to resolve
         path = "/conformance/seams" + run_path(run_id, ":resolve")
         r = self._checked(run.tenant, self.client.request("POST", path,
                                                           api_key=self.keys[run.tenant]))
-        if r.status == 404 and r.json and r.json.get("error") == "not_found" and self.sim is None:
+        if r.status in (404, 405, 501) and not (isinstance(r.json, dict)
+                                                and r.json.get("error") == "not_found"
+                                                and self.sim is not None
+                                                and self.sim.edge is None):
+            self._broke(SEAM_RESOLVE, r)
             return
         if run.kind == "waiting" and not run.terminal:
             expect(r.status == 200, req_id("0252.non-terminal-refused"), f"resolving: {r.status}")
@@ -459,15 +616,18 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     # -- replays
 
+    @precondition(lambda self: self.offer.recorded)
     @rule(target=evals, caller=tenants, source_id=runs, lane=st.sampled_from(LANES),
           variant=st.sampled_from(["same", "drift"]), trials=st.integers(1, 3))
     def replay(self, caller: str, source_id: str, lane: str, variant: str, trials: int) -> Any:
+        lane = self._lane(lane)
         source = self.model.runs[source_id]
         script = source.script if source.script else [{"decide": "ok"}]
         if variant == "drift":
             script = _drift(script)
-        suite = self._suite(caller, script, source=False, trials=trials)
-        body = eval_body(suite, {"t": source_id}, agent_id=lane)
+        suite, task, script, trials, decision = self._suite(
+            caller, script, source=False, trials=trials, drift=variant == "drift")
+        body = eval_body(suite, {task: source_id}, agent_id=lane)
         usable = self.model.usable(caller, source_id, lane)
         if caller != source.tenant:
             self._count("cross-tenant")
@@ -475,7 +635,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         r = self._checked(caller, self._session(caller).create(body))
         if usable is None:
             kind = self.model.unusable_kind(caller, source_id, lane)
-            self._refused_unusable(caller, r, [source_id], kind)
+            self._refused_unusable(caller, r, [source_id], kind,
+                                   lambda v: eval_body(suite, {task: v}, agent_id=lane))
             return multiple()
         expect(r.status == 201, req_id("0252.usable-source-accepted"),
                f"{caller} replaying usable source {source_id} on lane {lane}: "
@@ -483,12 +644,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         run_id = str(r.json["runId"])
         entries = self.model.derive(usable, lane)
         run = self._record(ModelRun(run_id, caller, "eval", lane, True, fixture_runs={
-            "t": source_id}, derived={"t": entries}, script=script, trials=trials,
+            task: source_id}, derived={task: entries}, script=script, trials=trials,
             content_from={source_id, *usable.content_from}))
         misses, decisions, answers = self.model.run_replay(lane, script, entries, trials,
                                                            run.calls, run.invoked)
         run.expected_misses = misses
-        run.expected_passed = misses == 0 and all(d == "ok" for d in decisions)
+        run.expected_passed = misses == 0 and all(d == decision for d in decisions)
         self._count("replay:miss" if misses else "replay:no-miss")
         if trials > 1:
             self._count("replay:trials")
@@ -498,7 +659,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self._judge_eval(run, answers)
         if self.sim is not None:
             copy = self.sim.core.copies.get(self.sim.core.runs[_rid(source_id)].run_id,
-                                            _rid(run_id), "t")
+                                            _rid(run_id), task)
             got = [Entry(e.tool, e.args, _norm(e.response, e.is_error), e.is_error)
                    for e in copy or ()]
             want = [Entry(e.tool, e.args, _norm(e.response, e.is_error), e.is_error)
@@ -516,6 +677,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                    "the source was resolved other than once at create")
         return run_id
 
+    @precondition(lambda self: self.offer.recorded)
     @rule(target=evals, source_id=runs, variant=st.sampled_from(["same", "drift"]),
           trials=st.integers(1, 3))
     def replay_own(self, source_id: str, variant: str, trials: int) -> Any:
@@ -523,6 +685,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         source = self.model.runs[source_id]
         return self.replay(source.tenant, source_id, source.agent or RECORDER, variant, trials)
 
+    @precondition(lambda self: self.offer.recorded)
     @rule(target=evals, source_id=runs, caller=tenants)
     def replay_as_another_tenant(self, source_id: str, caller: str) -> Any:
         """Tenant isolation: another tenant names this source on the source's own lane."""
@@ -531,6 +694,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             return multiple()
         return self.replay(caller, source_id, source.agent or RECORDER, "same", 1)
 
+    @precondition(lambda self: self._seam(SEAM_ERASE) and self.offer.forks)
     @rule(eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
     def erase_source_then_fork(self, eval_id: str, mode: str) -> None:
         """Security: once the source is erased, a fork of the eval run is refused."""
@@ -538,22 +702,21 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             self.erase(source_id)
         self.fork(eval_id, mode)
 
+    @precondition(lambda self: self.sim is not None and self.offer.forks)
     @rule(eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
-    def lapse_source_then_fork(self, eval_id: str, mode: str) -> None:
-        """§E: once the source's held calls lapse (the erase seam's scope=held-calls), the
-        source is no usable source, yet a fork of the eval run re-reads its copy."""
+    def delete_source_then_fork(self, eval_id: str, mode: str) -> None:
+        """§E, in process: the source deleted outright, as a host that deletes runs would
+        (v2 has no portable deletion, so over HTTP there is no such step): a fork of the
+        eval run re-reads its copy, never the source."""
+        assert self.sim is not None
         for source_id in (self.model.runs[eval_id].fixture_runs or {}).values():
             source = self.model.runs[source_id]
-            r = self._checked(source.tenant, self._session(source.tenant).erase(
-                source_id, held_calls_only=True))
-            if r.status in (400, 404) and self.sim is None:
-                return  # a host whose erase seam has no retention lapse
-            expect(r.status == 200, req_id("0252.fork-no-reresolve"),
-                   f"letting the source's calls lapse: {r.status} {r.json}")
+            self.sim.core.runs.pop(_rid(source_id), None)
             source.held = False
-            self._count("lapse")
+            source.deleted = True
+            self._count("delete")
             if self.narrate:
-                note(f"{source.tenant} let {source_id}'s held calls lapse")
+                note(f"the host deleted {source.tenant}'s {source_id}")
         self.fork(eval_id, mode)
 
     def _judge_eval(self, run: ModelRun, answers: list[Any]) -> None:
@@ -562,12 +725,14 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         echoed = judges.echo(req_id("0252.echo-verbatim"), events, run.fixture_runs or {})
         expect(echoed.ok, echoed.requirement_id, echoed.message)
         scored = [e.get("payload") or {} for e in events if e.get("type") == "eval.scored"]
-        misses = scored[0].get("fixtureMissCount") if len(scored) == 1 else None
+        expect(len(scored) == 1, req_id("0252.miss-count-reported"),
+               f"the eval run of one task has {len(scored)} eval.scored event(s)")
+        misses = scored[0].get("fixtureMissCount")
         expect(misses == run.expected_misses, req_id("0252.fail-closed-miss"),
                f"fixtureMissCount {misses}, the model expects {run.expected_misses}")
         expect(scored[0].get("passed") is run.expected_passed, req_id("0252.fail-closed-miss"),
                f"passed is {scored[0].get('passed')}, the model expects {run.expected_passed}")
-        if run.agent != CONTENT_FREE:
+        if run.agent is not None and judges.outcomes_on_wire(events, run.agent):
             returned = [e.get("payload") or {} for e in events
                         if e.get("type") == "agent.tool-returned"]
             got = [_norm(p.get("error"), True) if "error" in p else p.get("outcome")
@@ -576,40 +741,66 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             expect(canonical(got) == canonical(want), req_id("0252.source-replayed"),
                    f"served answers {got} differ from the recorded ones {want}")
 
-    def _refused_unusable(self, caller: str, r: Response, supplied: list[str], kind: str) -> None:
+    def _noise(self) -> frozenset[str]:
+        """What varies between answers to one and the same request on this host (learnt
+        once per machine class: a request id, a trace header)."""
+        cls = type(self)
+        if cls.noise is None:
+            cls.noise = noise_of_host(self._session(next(iter(self.keys))))
+        return cls.noise
+
+    def _refused_unusable(self, caller: str, r: Response, supplied: list[str], kind: str,
+                          body: Callable[[str], Any]) -> None:
         expect(r.status == 400 and isinstance(r.json, dict)
                and r.json.get("error") == "validation_error", req_id("0252.source-refused"),
                f"an unusable source ({kind}) got {r.status} {r.json}, not 400 validation_error")
-        unechoed = judges.no_echo(req_id("0252.no-echo"), r, supplied, f"the refusal ({kind})")
+        controls: list[Response] = []
+        if judges.echo_windows(r, supplied):  # text every refusal carries is no echo
+            session = self._session(caller)
+            controls = [session.create(body(judges.control_value(v))) for v in supplied]
+        unechoed = judges.no_echo(req_id("0252.no-echo"), r, supplied, f"the refusal ({kind})",
+                                  controls)
         expect(unechoed.ok, unechoed.requirement_id, unechoed.message)
-        # Alike means the whole response: status, every header but Date, the body bytes.
-        self.refusals.setdefault(judges.whole(r), kind)
-        expect(len(self.refusals) == 1, req_id("0252.source-uniform-body"),
-               f"unusable-source refusals differ: {sorted(set(self.refusals.values()))}")
+        # Alike means all a client sees but what varies on every answer (noise): one
+        # refusal per caller, whatever made the source unusable.
+        seen = self.refusals.setdefault(caller, {})
+        seen.setdefault(judges.signature(r, self._noise()), kind)
+        expect(len(seen) == 1, req_id("0252.source-uniform-body"),
+               f"unusable-source refusals to {caller} differ: {sorted(set(seen.values()))}")
         self._count("refusal:" + kind)
 
+    @precondition(lambda self: self.offer.recorded)
     @rule(caller=tenants, how=st.sampled_from(["unknown", "undecodable"]),
           junk=st.sampled_from(["not an id", "acme/short", "x/run-000000000000000000", "~2F"]))
     def refuse_unknown(self, caller: str, how: str, junk: str) -> None:
         value = f"{caller}/run-unknown000000000000" if how == "unknown" else junk
-        suite = self._suite(caller, [{"decide": "ok"}], source=False)
-        r = self._checked(caller, self._session(caller).create(eval_body(suite, {"t": value})))
-        self._refused_unusable(caller, r, [value], how if how == "undecodable" else "unknown")
+        suite, task, _, _, _ = self._suite(caller, [{"decide": "ok"}], source=False)
+        r = self._checked(caller, self._session(caller).create(eval_body(suite, {task: value})))
+        self._refused_unusable(caller, r, [value], how if how == "undecodable" else "unknown",
+                               lambda v: eval_body(suite, {task: v}))
 
+    @precondition(lambda self: self.offer.recorded)
     @rule(caller=tenants, source_id=runs,
           kind=st.sampled_from(["key-not-task", "suite-fixtures", "without-mode", "live-shadow",
                                 "empty-map"]))
     def refuse_fields(self, caller: str, source_id: str, kind: str) -> None:
-        bodies: dict[str, Any] = {
-            "key-not-task": eval_body(self._suite(caller, [{"decide": "ok"}], source=False),
-                                      {"nope": source_id}),
-            "suite-fixtures": eval_body("refsim-eval-with-suite-fixtures", {"canned": source_id}),
-            "without-mode": {"workflowId": "conformance-noop", "fixtureRuns": {"t": source_id}},
-            "live-shadow": eval_body("refsim-eval-two-tasks", {"alpha": source_id},
-                                     evalModes=["golden", "live-shadow"]),
-            "empty-map": eval_body("refsim-eval-two-tasks", {}),
-        }
-        r = self._checked(caller, self._session(caller).create(bodies[kind]))
+        needs = {"suite-fixtures": SUITE_FIXTURES_SUITE, "without-mode": NOOP,
+                 "live-shadow": TWO_TASKS_SUITE, "empty-map": TWO_TASKS_SUITE}
+        if kind in needs and not self.offer.fixture(needs[kind]):
+            return  # the host does not list the fixture this refusal names
+        if kind == "key-not-task":
+            suite, _, _, _, _ = self._suite(caller, [{"decide": "ok"}], source=False)
+            body = eval_body(suite, {"nope": source_id})
+        elif kind == "live-shadow":
+            # Through evalModes where the host takes it (RFC 0251), else the suite's modes.
+            modes: dict[str, Any] = {"evalModes": ["golden", "live-shadow"]} \
+                if self.offer.surface.advertises("baselineSelection") else {}
+            body = eval_body(TWO_TASKS_SUITE, {"alpha": source_id}, **modes)
+        else:
+            body = {"suite-fixtures": eval_body(SUITE_FIXTURES_SUITE, {"canned": source_id}),
+                    "without-mode": {"workflowId": NOOP, "fixtureRuns": {"t": source_id}},
+                    "empty-map": eval_body(TWO_TASKS_SUITE, {})}[kind]
+        r = self._checked(caller, self._session(caller).create(body))
         requirement = {"live-shadow": req_id("0252.live-shadow-refused"),
                        "empty-map": req_id("0252.empty-map-refused"),
                        "suite-fixtures": req_id("0252.suite-fixtures-refused"),
@@ -621,11 +812,15 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     # -- erasure and forks
 
+    @precondition(lambda self: self._seam(SEAM_ERASE))
     @rule(run_id=runs)
     def erase(self, run_id: str) -> None:
         run = self.model.runs[run_id]
+        if run.deleted:
+            return  # the host took it away: nothing is left to erase
         r = self._checked(run.tenant, self._session(run.tenant).erase(run_id))
-        if r.status == 404 and self.sim is None:
+        if r.status in (404, 405, 501):  # listed, but no seam answers there: nothing erased
+            self._broke(SEAM_ERASE, r)
             return
         expect(r.status == 200, req_id("0252.copy-erased-with-source"),
                f"erasing: {r.status} {r.json}")
@@ -640,15 +835,18 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         # same rule (a fork) can fail for it first: the failure names the right rule.
         self.erasure_reaches_copies()
 
+    @precondition(lambda self: self.offer.forks)
     @rule(target=runs, eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
     def fork(self, eval_id: str, mode: str) -> Any:
         run = self.model.runs[eval_id]
         gone = any(self.model.runs[s].erased for s in (run.fixture_runs or {}).values())
-        before = dict(self.sim.core.resolutions) if self.sim else {}
+        before = (dict(self.sim.core.resolutions), dict(self.sim.core.derivations)) \
+            if self.sim else None
         r = self._checked(run.tenant, self._session(run.tenant).fork(eval_id, mode))
         if self.sim is not None:
-            expect(before == self.sim.core.resolutions, req_id("0252.fork-no-reresolve"),
-                   "a fork resolved the source run again")
+            expect(before == (self.sim.core.resolutions, self.sim.core.derivations),
+                   req_id("0252.fork-no-reresolve"),
+                   "a fork resolved the source run again, or derived from it again")
         if gone:
             body = r.json if isinstance(r.json, dict) else {}
             expect(r.status >= 400 and is_registered(str(body.get("error")), r.status),
@@ -669,7 +867,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             child.invoked = set(run.invoked)
         else:
             assert run.agent is not None
-            _, _, answers = self.model.run_replay(run.agent, run.script, run.derived["t"],
+            (entries,) = run.derived.values()
+            _, _, answers = self.model.run_replay(run.agent, run.script, entries,
                                                   run.trials, child.calls, child.invoked)
             self._judge_eval(child, answers)
         self._count("fork:ok")
@@ -729,8 +928,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         super().teardown()
 
     def refusals_uniform(self) -> None:
-        expect(len(self.refusals) <= 1, req_id("0252.source-uniform-body"),
-               "unusable-source refusals are not byte-identical")
+        expect(all(len(seen) <= 1 for seen in self.refusals.values()),
+               req_id("0252.source-uniform-body"),
+               "unusable-source refusals to one caller are not alike")
 
 
 def attr_tuple(entry: Entry) -> list[Any]:
@@ -778,7 +978,7 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
     settle_constants()
     return type(name, (RecordedFixturesMachine,), {
         "client_factory": staticmethod(factory), "extended": extended,
-        "tenant_keys": dict(keys or TENANTS),
+        "tenant_keys": dict(keys or TENANTS), "offered": None, "noise": None, "broken": set(),
         "branches": collections.Counter(), "requests_made": 0, "steps_taken": 0,
         "examples_run": 0})
 
