@@ -180,7 +180,7 @@ def test_body_shorter_than_content_length_is_400(served: Any) -> None:
 # -- paths, methods, auth
 
 @pytest.mark.parametrize("method,path", [
-    ("GET", "/no/such/path"), ("GET", "/"), ("GET", "/runs"), ("PATCH", "/runs"),
+    ("GET", "/no/such/path"), ("GET", "/"), ("PATCH", "/runs"),
     ("BREW", "/"), ("DELETE", "/runs/acme~2Frun-0000000000000000"), ("PUT", "/.well-known/openwop"),
     ("OPTIONS", "/runs"), ("GET", "/.well-known/openwop/extra"),
 ])

@@ -17,6 +17,8 @@ POLL_DEFAULT_LIMIT = 1000  # events per page of GET /runs/{id}/events/poll
 POLL_MAX_LIMIT = 1000
 PAGE_MAX_BYTES = 1_048_576  # a page of events stops before it would pass this
 LONG_POLL_MAX_SECONDS = 30  # ?timeout= is at most this
+RUN_LIST_DEFAULT_LIMIT = 50  # runs per page of GET /runs (listRuns), OpenWOP v2's bounds
+RUN_LIST_MAX_LIMIT = 100  # (a page also stops before PAGE_MAX_BYTES)
 
 # Suites registered through the seam, and workflow scripts in POST /runs.
 MAX_SUITE_TASKS = 50

@@ -1,5 +1,6 @@
-"""The domain's values as wire documents: the run snapshot, the agents family of the
-discovery document, the erase seam's answer. The domain returns values; this renders them."""
+"""The domain's values as wire documents: the run snapshot and a page of them, the agents
+family of the discovery document, the erase seam's answer. The domain returns values; this
+renders them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,14 @@ def snapshot(run: RunRecord) -> dict[str, Any]:
         out["tags"] = options.tags
     if options.has_metadata:
         out["metadata"] = options.metadata
+    return out
+
+
+def run_list(snapshots: list[dict[str, Any]], next_cursor: str | None) -> dict[str, Any]:
+    """GET /runs: a page of RunSnapshots; nextCursor only when more runs follow."""
+    out: dict[str, Any] = {"runs": snapshots}
+    if next_cursor is not None:
+        out["nextCursor"] = next_cursor
     return out
 
 

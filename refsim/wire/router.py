@@ -5,6 +5,8 @@ Every input, however malformed, leaves as a response with a registered code.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import itertools
 import json
 import re
@@ -48,6 +50,16 @@ CREATED_STATUSES = frozenset({"pending", "running", "waiting-approval", "waiting
 _VERSION_RE = re.compile(r"([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.ASCII)
 _INT_RE = re.compile(r"-?[0-9]{1,12}", re.ASCII)
 SEAMS = ("eval-counter", "runs:erase", "runs:resolve", "eval-suites", "tenants")
+# GET /runs (listRuns): OpenWOP v2 bounds `limit` to 1..100 and defaults it to 50, so a page
+# renders at most 100 snapshots whatever the host holds.
+RUN_LIST_DEFAULT_LIMIT = limits.RUN_LIST_DEFAULT_LIMIT
+RUN_LIST_MAX_LIMIT = limits.RUN_LIST_MAX_LIMIT
+# A listRuns cursor is the startedAt of the next run, base64url: a stamp is 24 ASCII bytes,
+# so 32 characters and no padding. It names the caller's own next run by its time, never by
+# id, and it reads the same after earlier runs are deleted.
+_RUN_CURSOR_RE = re.compile(r"[A-Za-z0-9_-]{32}", re.ASCII)
+_STAMP_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z",
+                       re.ASCII)
 
 
 @attrs.frozen
@@ -223,6 +235,44 @@ def _page(run: RunRecord, after: int, limit: int) -> tuple[list[dict[str, Any]],
     return _page_by_event(window, limit)
 
 
+def _run_cursor(run: RunRecord) -> str:
+    return base64.urlsafe_b64encode(run.started_at.encode("ascii")).decode("ascii")
+
+
+def _run_cursor_start(cursor: str) -> str | None:
+    """The startedAt a listRuns cursor resumes at, or None when the host did not mint it."""
+    if not _RUN_CURSOR_RE.fullmatch(cursor):
+        return None
+    try:
+        stamp = base64.urlsafe_b64decode(cursor).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return stamp if _STAMP_RE.fullmatch(stamp) else None
+
+
+def _run_list(runs: dict[RunId, RunRecord], caller: Owner, start: str | None,
+              workflow_id: str | None, status: str | None, limit: int
+              ) -> tuple[list[RunRecord], RunRecord | None]:
+    """The runs the caller may read that match the filters, from `start` on, in creation
+    order: at most `limit` of them, and the next one when more follow.
+
+    Every run is made by `HostCore._new_run`, which stamps it with the next clock tick as it
+    inserts it: creation order, `runs` order and startedAt order (fixed-width stamps,
+    compared as text) are one order, so the runs before the cursor are a prefix. The scan
+    stops at the run after the page.
+    """
+    page: list[RunRecord] = []
+    for run in runs.values():
+        if not caller.can_read(run.owner) or (start is not None and run.started_at < start) \
+                or (workflow_id is not None and run.workflow_id != workflow_id) \
+                or (status is not None and run.status != status):
+            continue
+        if len(page) == limit:
+            return page, run
+        page.append(run)
+    return page, None
+
+
 def _page_by_event(pending: list[Event], limit: int) -> tuple[list[dict[str, Any]], bool]:
     """The page rule event by event: each event's text and a comma count against the
     room left, and the first event is always taken."""
@@ -352,6 +402,8 @@ class Router:
             return Router._discovery, [], False
         if seg == ["runs"] and method == "POST":
             return Router._create_run, [], True
+        if seg == ["runs"] and method == "GET":
+            return Router._list_runs, [], True
         if len(seg) == 2 and seg[0] == "runs" and seg[1]:
             if method == "GET":
                 return Router._get_run, [seg[1]], True
@@ -496,6 +548,9 @@ class Router:
                                 *catalog.agent_and_tool_ids()}),
             "conformance": {"seamsProfile": "openwop-conformance-seams-v2", "seams": seams},
             "replay": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},
+            # listRuns (GET /runs) is gated on this record: a client lists runs only where
+            # discovery names the family.
+            "runList": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},
         }
         family = render.agents_family(profile)
         if family is not None:
@@ -554,6 +609,38 @@ class Router:
         if _etag_matches(request.headers.get("if-none-match"), etag):
             return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
         return _json_response(200, snapshot, {"ETag": etag})
+
+    def _list_runs(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+        """listRuns: the caller's readable runs in creation order, paged by an opaque cursor."""
+        assert caller is not None
+        limit = self._int_query(request, "limit", RUN_LIST_DEFAULT_LIMIT)
+        if isinstance(limit, Refusal) or not 1 <= limit <= RUN_LIST_MAX_LIMIT:
+            return refusal_response(validation(
+                f"query parameter limit must be an integer from 1 to {RUN_LIST_MAX_LIMIT}"))
+        start = None
+        cursor = self._str_query(request, "cursor")
+        if cursor is not None:
+            start = _run_cursor_start(cursor)
+            if start is None:
+                return refusal_response(validation(
+                    "query parameter cursor is not a nextCursor this host gave"))
+        runs, following = _run_list(self.core.runs, caller, start,
+                                    self._str_query(request, "workflowId"),
+                                    self._str_query(request, "status"), limit)
+        snapshots = [render.snapshot(run) for run in runs]
+        # Tags and metadata can make snapshots large: like an events page, a page stops
+        # before PAGE_MAX_BYTES (always one run at least) and the cursor carries the rest.
+        if len(encode(snapshots)) > limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES:
+            kept, budget = 0, limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
+            for doc in snapshots:
+                budget -= len(encode(doc)) + 1
+                if kept and budget < 0:
+                    break
+                kept += 1
+            following = runs[kept] if kept < len(runs) else following
+            snapshots = snapshots[:kept]
+        return _json_response(200, render.run_list(
+            snapshots, None if following is None else _run_cursor(following)))
 
     def _poll(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
         assert caller is not None
@@ -618,6 +705,12 @@ class Router:
         if not _INT_RE.fullmatch(text) or int(text) < -1:
             return validation(f"query parameter {name} must be an integer >= -1")
         return int(text)
+
+    @staticmethod
+    def _str_query(request: Request, name: str) -> str | None:
+        """The last value of a query parameter; an empty one is no value (parse_qs)."""
+        values = request.query.get(name)
+        return values[-1] if values else None
 
     def _eval_summary(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
         assert caller is not None
