@@ -24,6 +24,7 @@ from refsim.check.observe import (
     KEYS,
     RECORDER,
     REPLAY,
+    SEAM_ERASE,
     SOURCE,
     TENANT_A,
     TENANT_B,
@@ -41,7 +42,7 @@ from refsim.check.observe import (
     run_path,
 )
 from refsim.domain.canonical import canonical
-from refsim.wire.client import HostClient
+from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
 
 SCENARIO = "invariants"
@@ -439,6 +440,60 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
                                          probe.inspector.run_count()))
     if listed is not None:
         out.append(judges.no_new_runs(req, listed, a.list_runs(), "the refusals"))
+    return out
+
+
+R_ISOLATION = req_id("0252.tenant-isolation")
+
+
+@_check
+def check_foreign_actions(probe: Probe) -> list[Finding]:
+    """Security: a tenant that cannot read an eval run cannot read, fork, erase or cancel
+    it either, on any route the host offers; and the run is as it was afterwards."""
+    req = R_ISOLATION
+    a, b = probe.a, probe.b
+    source = a.eval(SOURCE)
+    out = _controls(req, source, "tenant A's source run")
+    if source.run_id is None:
+        return out
+    replay = a.eval(REPLAY, {"record": source.run_id})
+    out += _controls(req, replay, "tenant A's eval run")
+    if replay.run_id is None:
+        return out
+    rid = replay.run_id
+    before = [(e.get("type"), e.get("payload")) for e in a.events(rid)]
+    content = [c for call in judges.recorded_calls(replay.events, RECORDER) for c in call]
+    tries: list[tuple[str, str, str, Any]] = [
+        ("its snapshot", "GET", run_path(rid), NO_BODY),
+        ("its events, polled", "GET", run_path(rid, "/events/poll?afterSequence=-1"), NO_BODY),
+        ("its events, streamed", "GET", run_path(rid, "/events"), NO_BODY),
+        ("its EvalSummary", "GET", run_path(rid, "/eval-summary"), NO_BODY),
+        ("its cancellation", "POST", run_path(rid, "/cancel"), {})]
+    if a.surface.family("replay"):
+        tries += [(f"a {mode} fork", "POST", run_path(rid, ":fork"), {"mode": mode})
+                  for mode in ("replay", "branch")]
+    if a.surface.offers(SEAM_ERASE):
+        tries.append(("its erasure (the erase seam)", "POST",
+                      "/conformance/seams" + run_path(rid, ":erase"), NO_BODY))
+    opaque = rid.split("/", 1)[-1]
+    for what, method, path, body in tries:
+        r = b.request(method, path, json=body)
+        label = f"tenant B asks for tenant A's eval run, {what}"
+        out += judges.refused_registered(req, r, label)
+        text = r.body.decode("utf-8", "replace")
+        shown = [f"its id ({opaque})"] if opaque in text else []
+        shown += [canonical(c) for c in content if isinstance(c, dict | list) and c
+                  and canonical(c) in canonical(r.json if r.json is not None else text)]
+        out.append(check(req, not shown, f"{label}: the answer carries nothing of the run"
+                         if not shown else f"{label}: the answer carries {shown[0]}",
+                         judges._obs(r)))
+    after = [(e.get("type"), e.get("payload")) for e in a.events(rid)]
+    out.append(judges.unchanged(req, before, after, "tenant A's eval run, after tenant B's "
+                                "tries"))
+    out.append(check(req, a.summary(rid) is not None,
+                     "tenant A still reads its EvalSummary"))
+    if a.surface.family("replay"):
+        out.append(judges.created(req, a.fork(rid, "branch"), "tenant A still forks it"))
     return out
 
 

@@ -6,7 +6,9 @@ real host. Its docstring names the line it breaks; `refsim mutants` must kill th
 
 from __future__ import annotations
 
+import base64
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,13 +27,14 @@ from refsim.domain.core import (
     TaskPlanner,
 )
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
-from refsim.domain.ids import parse_bound, project
+from refsim.domain.ids import ProjectionError, RunId, parse_bound, project, unproject
 from refsim.domain.owners import Owner
 from refsim.domain.profile import HostProfile
 from refsim.domain.readings import DelegateDeriver, MergingPlanner, MergingRules
 from refsim.domain.recorded import (
     FAILED_CALL,
     FOREIGN,
+    NOT_HELD,
     NOT_TERMINAL,
     UNKNOWN,
     CopyStore,
@@ -50,6 +53,7 @@ from refsim.domain.suites import Suite, Task
 from refsim.domain.tools import ToolResult
 from refsim.domain.view import HostView
 from refsim.host import Edge, SimHost
+from refsim.wire.commands import create_command
 from refsim.wire.response import Response
 
 
@@ -519,6 +523,353 @@ class _LooksSourceUpFirst(RequestRules):
         return UNUSABLE_SOURCE if super().keys(suite, fixture_runs) else None
 
 
+# ----------------------------------------------------------------------------- quiet violators
+# Each broke an RFC line yet passed every row and the machine, until the checker judged
+# the RFC rather than refsim; the kill matrix counts them, in process only where the wire
+# cannot show the fault (the reason is on the host).
+
+
+class _OrderOracleLiveShadow(RequestRules):
+    """Looks the named sources up before refusing live-shadow, and words the refusal by
+    what it found (the §B oracle moved onto another rule than `fixtureRuns` without mode)."""
+
+    def fixture_runs_gate(self, core: HostCore, command: CreateRun) -> Refusal | None:
+        refusal = super().fixture_runs_gate(core, command)
+        if refusal is not None or not isinstance(command, CreateEval) \
+                or not command.fixture_runs:
+            return refusal
+        suite = core.suites.lookup("", command.suite_ref)  # a catalog suite, for any tenant
+        modes = tuple(command.eval_modes or (suite.modes if suite is not None else ()))
+        if "live-shadow" in modes:
+            named = [parse_bound(v) for v in command.fixture_runs.values()]
+            if any(r is not None and r in core.runs for r in named):
+                return validation("fixtureRuns cannot be combined with live-shadow (the "
+                                  "named run exists)", field="fixtureRuns")
+        return None
+
+
+def _entries_when_served_whole(host: SimHost, method: str, target: str,
+                               headers: dict[str, str], body: bytes | None,
+                               response: Response) -> Response:
+    """GET /runs/{id} of an eval run that missed nothing shows the entries it was served,
+    under names of its own (no `tool`, `args` or `toolResponses` key)."""
+    if method != "GET" or response.status != 200 or not isinstance(response.json, dict) \
+            or "runId" not in response.json or "/events" in target \
+            or target.endswith("/eval-summary"):
+        return response
+    rid = parse_bound(response.json["runId"])
+    run = host.core.runs.get(rid) if rid is not None else None
+    if run is None or run.eval is None or run.eval.summary is None \
+            or any(t.get("fixtureMissCount") for t in run.eval.summary.get("tasks", [])):
+        return response
+    kept = [{"name": e.tool, "in": e.args, "out": e.response}
+            for _, served, _, entries in host.core.copies.all_entries() if served == rid
+            for e in entries]
+    if not kept:
+        return response
+    return attrs.evolve(response, json={**response.json, "provenance": kept})
+
+
+class _RederivesWhileUsable(ForkPolicy):
+    """Derives the fork's fixtures from the source again while it is there, and falls back
+    to the stored copy only once it is gone."""
+
+    def copies(self, core: HostCore, run: RunRecord) -> dict[str, tuple[FixtureEntry, ...]] | None:
+        assert run.eval is not None
+        out: dict[str, tuple[FixtureEntry, ...]] = {}
+        for task_id, value in (run.eval.fixture_runs or {}).items():
+            rid = parse_bound(value)
+            source = core.runs.get(rid) if rid is not None else None
+            if source is None or source.calls_erased:
+                return super().copies(core, run)
+            out[task_id] = core.components.deriver.derive(core, source, run.eval.agent_id)
+        return out
+
+
+@attrs.define
+class _StoresCredential(CopyStore):
+    """Keeps the egress credential beside each stored entry and strips it when serving."""
+
+    secret: dict[RunId, str] = attrs.Factory(dict)
+
+    def put(self, source: RunId, eval_run: RunId, task_id: str,
+            entries: tuple[FixtureEntry, ...]) -> None:
+        from refsim.domain.tools import vault_credential
+        kept = tuple(e._replace(response={"answer": e.response,
+                                          "egress": vault_credential(source.tenant)})
+                     for e in entries)
+        super().put(source, eval_run, task_id, kept)
+
+    def get(self, source: RunId, eval_run: RunId, task_id: str
+            ) -> tuple[FixtureEntry, ...] | None:
+        found = super().get(source, eval_run, task_id)
+        return None if found is None else tuple(
+            e._replace(response=e.response["answer"]) for e in found)
+
+
+@attrs.define
+class _KeepsErasedCopies(CopyStore):
+    """Erasing the source stops serving its copies, and keeps them."""
+
+    erased: set[RunId] = attrs.Factory(set)
+
+    def erase_source(self, source: RunId) -> int:
+        self.erased.add(source)
+        return self.count_for(source)
+
+    def erase_eval_run(self, eval_run: RunId) -> int:
+        return 0
+
+    def get(self, source: RunId, eval_run: RunId, task_id: str
+            ) -> tuple[FixtureEntry, ...] | None:
+        return None if source in self.erased else super().get(source, eval_run, task_id)
+
+
+# ----------------------------------------------------------------------------- near misses
+
+
+class _MatchesLoosely(SourcePolicy):
+    """Finds a source by an id that is not its id: `loose` maps a supplied value and a run's
+    id to the forms it compares (case folded, trimmed, or by prefix)."""
+
+    def __init__(self, loose: Callable[[str, str], bool]) -> None:
+        self.loose = loose
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        if found != UNKNOWN or not isinstance(value, str):
+            return found
+        near = [rid for rid in core.runs if rid.bound != value and self.loose(value, rid.bound)]
+        if len(near) != 1:
+            return found
+        return super().assess(core, caller, near[0].bound, agent_id)
+
+
+def _loosely(loose: Callable[[str, str], bool]) -> Callable[[], Components]:
+    return lambda: Components(sources=_MatchesLoosely(loose))
+
+
+class _KeysLoosely(RequestRules):
+    """Takes a key for a taskId when they match case-folded and trimmed."""
+
+    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        names = {t.task_id.casefold() for t in suite.tasks}
+        if all(k.strip().casefold() in names for k in fixture_runs):
+            return None
+        return super().keys(suite, fixture_runs)
+
+
+# ----------------------------------------------------------------------------- usable kinds
+
+
+class _RefusesKind(SourcePolicy):
+    """Refuses one kind of source §C calls usable."""
+
+    def __init__(self, refuses: Callable[[RunRecord], bool]) -> None:
+        self.refuses = refuses
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        if not isinstance(found, str) and self.refuses(found):
+            return NOT_HELD
+        return found
+
+
+def _refusing(refuses: Callable[[RunRecord], bool]) -> Callable[[], Components]:
+    return lambda: Components(sources=_RefusesKind(refuses))
+
+
+def _content_free_lane(run: RunRecord) -> bool:
+    return any("argsHash" in e.payload for e in run.events if e.type == "agent.tool-called")
+
+
+# ----------------------------------------------------------------------------- other tenants
+
+
+def _as_owner(*kinds: str) -> Edge:
+    """Another tenant's request about an eval run (the kinds named: fork, summary, poll,
+    stream, erase, snapshot) is answered as if its owner had asked."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if response.status not in (403, 404):
+            return response
+        path = target.split("?", 1)[0]
+        kind = ("erase" if path.startswith("/conformance/seams/runs/") and ":erase" in path
+                else "fork" if ":fork" in path else "summary" if path.endswith("/eval-summary")
+                else "poll" if path.endswith("/events/poll") else "stream"
+                if path.endswith("/events") else "snapshot" if path.count("/") == 2
+                else None)
+        if kind not in kinds:
+            return response
+        segment = path.split("/runs/", 1)[1].split("/", 1)[0].split(":", 1)[0]
+        try:
+            rid = parse_bound(unproject(segment))
+        except ProjectionError:
+            return response
+        run = host.core.runs.get(rid) if rid is not None else None
+        if run is None or run.eval is None:
+            return response
+        key = next((k for k, t in host.core.tenants.items() if t.name == run.owner.tenant),
+                   None)
+        if key is None:
+            return response
+        others = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        return host.router.handle(method, target, {**others, "Authorization": f"Bearer {key}"},
+                                  body)
+    return edge
+
+
+# ----------------------------------------------------------------------------- channels
+
+
+def _stream_only(rewrite: Callable[[SimHost, dict[str, Any]], dict[str, Any]]) -> Edge:
+    """Rewrites the events of the SSE stream only (the poll shows them as they are)."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if method != "GET" or not target.split("?", 1)[0].endswith("/events") \
+                or response.status != 200 or response.text is None:
+            return response
+        frames = []
+        for chunk in response.text.split("\n\n"):
+            lines = chunk.split("\n")
+            out = []
+            for line in lines:
+                if line.startswith("data: "):
+                    event = json.loads(line[6:])
+                    line = "data: " + json.dumps(rewrite(host, event), separators=(",", ":"))
+                out.append(line)
+            frames.append("\n".join(out))
+        return attrs.evolve(response, text="\n\n".join(frames))
+    return edge
+
+
+def _projected_echo(host: SimHost, event: dict[str, Any]) -> dict[str, Any]:
+    payload = event.get("payload") or {}
+    if event.get("type") == "eval.started" and isinstance(payload.get("fixtureRuns"), dict):
+        runs = {k: project(v) for k, v in payload["fixtureRuns"].items()}
+        return {**event, "payload": {**payload, "fixtureRuns": runs}}
+    return event
+
+
+def _entries_in_stream(host: SimHost, event: dict[str, Any]) -> dict[str, Any]:
+    if event.get("type") != "eval.started":
+        return event
+    rid = parse_bound(str(event.get("runId")))
+    entries = [e.to_json() for _, run, _, kept in host.core.copies.all_entries() if run == rid
+               for e in kept]
+    return {**event, "payload": {**(event.get("payload") or {}), "x-served": entries}}
+
+
+# ----------------------------------------------------------------------------- hiding places
+
+
+def _eval_entries(host: SimHost, run_id: Any) -> list[dict[str, Any]]:
+    rid = parse_bound(run_id) if isinstance(run_id, str) else None
+    return [e.to_json() for _, run, _, kept in host.core.copies.all_entries() if run == rid
+            for e in kept]
+
+
+def _entries_in_header(host: SimHost, method: str, target: str, headers: dict[str, str],
+                       body: bytes | None, response: Response) -> Response:
+    """GET /runs/{id} of an eval run carries its entries, base64 JSON, in a header."""
+    if method != "GET" or response.status != 200 or not isinstance(response.json, dict) \
+            or "runId" not in response.json or "/events" in target:
+        return response
+    entries = _eval_entries(host, response.json.get("runId"))
+    if not entries:
+        return response
+    packed = base64.b64encode(json.dumps(entries).encode()).decode()
+    return attrs.evolve(response, headers={**response.headers, "X-Refsim-Debug": packed})
+
+
+def _entries_in_string(host: SimHost, method: str, target: str, headers: dict[str, str],
+                       body: bytes | None, response: Response) -> Response:
+    """GET /runs/{id} of an eval run carries its entries as a JSON string in metadata."""
+    if method != "GET" or response.status != 200 or not isinstance(response.json, dict) \
+            or "runId" not in response.json or "/events" in target \
+            or target.endswith("/eval-summary"):
+        return response
+    entries = _eval_entries(host, response.json.get("runId"))
+    if not entries:
+        return response
+    return attrs.evolve(response, json={**response.json,
+                                        "metadata": {"debug": json.dumps(entries)}})
+
+
+class _EntriesInVendorMember(Echo):
+    """eval.started carries the entries served under a vendor member (x-...), which the
+    payload's vendor hatch admits."""
+
+    core: HostCore | None = None
+
+    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
+        super().eval_started(payload, fixture_runs)
+        assert self.core is not None
+        named = set((fixture_runs or {}).values())
+        kept = [[e.args, e.response] for source, _, _, entries
+                in self.core.copies.all_entries() if source.bound in named for e in entries]
+        if kept:
+            payload["x-replayed"] = kept
+
+
+def _wire_vendor_echo(host: SimHost) -> None:
+    echo = host.core.components.echo
+    assert isinstance(echo, _EntriesInVendorMember)
+    echo.core = host.core
+
+
+# ----------------------------------------------------------------------------- retries, time
+
+
+class _TrustsItsCache(SourcePolicy):
+    """Remembers every run it looked up; asked again for one, it takes it from the cache,
+    without asking whose it is."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, RunRecord] = {}
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        if isinstance(value, str) and value in self.cache:
+            return super().assess(core, self.cache[value].owner, value, agent_id)
+        rid = parse_bound(value)
+        run = core.runs.get(rid) if rid is not None else None
+        if run is not None and isinstance(value, str):
+            self.cache[value] = run
+        return super().assess(core, caller, value, agent_id)
+
+
+def _leaves_a_run(host: SimHost, method: str, target: str, headers: dict[str, str],
+                  body: bytes | None, response: Response) -> Response:
+    """Starts the eval run, finds a source unusable, fails the run and answers with the one
+    refusal: the run exists afterwards (§B: refused before the run starts)."""
+    doc = response.json
+    if method != "POST" or target != "/runs" or response.status != 400 \
+            or not isinstance(doc, dict) or doc.get("message") != UNUSABLE_SOURCE.message:
+        return response
+    owner, request = _caller_and_body(host, headers, body)
+    if owner is None or not isinstance(request, dict):
+        return response
+    core = host.core
+    run = core._new_run(owner, "eval:refused", create_command(request))
+    core._emit(run, "run.started", core._run_started(run))
+    core._finish(run, "failed")
+    return response
+
+
+class _SlowerForeign(SourcePolicy):
+    """Takes 5 ms longer to refuse another tenant's run than an id no host minted."""
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        if found == FOREIGN:
+            time.sleep(0.005)
+        return found
+
+
 def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
     return lambda: Components(**{name: make() for name, make in parts.items()})
 
@@ -621,6 +972,71 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("first-source-only", "§C: every named source is assessed", _first_source_only),
     Mutant("looks-source-up-first", "§B: the request rules refuse before any source is "
            "looked up", _swap(rules=_LooksSourceUpFirst)),
+    # -- quiet violators: each passed every row and the machine before
+    Mutant("check-order-oracle-live-shadow", "§C: a §B refusal (here live-shadow) must not "
+           "say whether a named run exists", _swap(rules=_OrderOracleLiveShadow)),
+    Mutant("entries-in-snapshot-when-served-whole", "§D: derived entries are never on the "
+           "wire (here renamed, in GET /runs/{id} of eval runs that missed nothing)",
+           edge=_entries_when_served_whole),
+    Mutant("rederives-while-usable", "§E: a fork reads the stored copy, never the source "
+           "again (here only while the source is there)", _swap(forks=_RederivesWhileUsable),
+           inside_only=REDERIVES),
+    Mutant("stores-egress-credential", "§D/SR-1: credential material MUST NOT enter a "
+           "derived entry (here stored with it, stripped when served)",
+           lambda: Components(copies=_StoresCredential),
+           inside_only="the stored entries never leave the host and what it serves is "
+           "right: only the copy store shows the credential (RFC 0252's falsifiability "
+           "table: unwitnessable)"),
+    Mutant("keeps-erased-copies", "Security: the copy is erased with its source (here "
+           "kept, only no longer served)", lambda: Components(copies=_KeepsErasedCopies),
+           inside_only="a fork is refused as it should be: only the copy store shows the "
+           "erased content still held (RFC 0252: unwitnessable without portable erasure)"),
+    # -- ids and keys close to real ones
+    Mutant("accepts-id-in-any-case", "§C: an id that names no run is unknown (here matched "
+           "case-folded)", _loosely(lambda v, rid: v.casefold() == rid.casefold())),
+    Mutant("accepts-padded-id", "§C: an id that names no run is unknown (here trimmed)",
+           _loosely(lambda v, rid: v.strip() == rid)),
+    Mutant("accepts-id-prefix", "§C: an id that names no run is unknown (here the one run "
+           "it is a prefix of)", _loosely(lambda v, rid: len(v) > 8 and rid.startswith(v))),
+    Mutant("accepts-near-miss-key", "§B: a key that is not a taskId is refused (here "
+           "matched case-folded and trimmed)", _swap(rules=_KeysLoosely)),
+    # -- sources §C calls usable
+    Mutant("refuses-eval-run-source", "§C/UQ4: an eval run of the agent is a usable source",
+           _refusing(lambda run: run.eval is not None)),
+    Mutant("refuses-cancelled-source", "§C: a usable source is any terminal run (here only "
+           "completed ones)", _refusing(lambda run: run.status == "cancelled")),
+    Mutant("refuses-content-free-source", "§C: a lane with argsHash alone on the wire is a "
+           "usable source when its calls are held", _refusing(_content_free_lane)),
+    # -- other tenants acting on an eval run
+    Mutant("foreign-forks-eval-run", "Security/§C: a tenant that cannot read a run cannot "
+           "fork it", edge=_as_owner("fork")),
+    Mutant("foreign-reads-eval-summary", "Security/RFC 0081: a tenant that cannot read a "
+           "run cannot read its summary", edge=_as_owner("summary")),
+    Mutant("foreign-streams-eval-events", "Security: a tenant that cannot read a run cannot "
+           "read its events (here on the SSE stream)", edge=_as_owner("stream")),
+    Mutant("foreign-erases-eval-run", "Security: a tenant that cannot read a run cannot "
+           "erase it", edge=_as_owner("erase")),
+    # -- what each channel shows
+    Mutant("stream-projects-echo", "§E: eval.started.fixtureRuns is the accepted map "
+           "verbatim on every channel (here projected on the SSE stream)",
+           edge=_stream_only(_projected_echo)),
+    Mutant("stream-leaks-entries", "§D: derived entries are never on the wire (here on the "
+           "SSE stream only)", edge=_stream_only(_entries_in_stream)),
+    # -- where recorded content can hide
+    Mutant("entries-in-header", "§D: derived entries are never on the wire (here base64 in "
+           "a header of GET /runs/{id})", edge=_entries_in_header),
+    Mutant("entries-in-string", "§D: derived entries are never on the wire (here a JSON "
+           "string in the snapshot's metadata)", edge=_entries_in_string),
+    Mutant("entries-in-vendor-member", "§D: derived entries are never on the wire (here "
+           "under a vendor member of eval.started)", _swap(echo=_EntriesInVendorMember),
+           wire=_wire_vendor_echo),
+    # -- retries, runs left behind, time
+    Mutant("accepts-foreign-on-retry", "§C: another tenant's run is refused, however often "
+           "it is asked for (here a cache answers the retry)", _swap(sources=_TrustsItsCache)),
+    Mutant("leaves-a-failed-run", "§B: an unusable source is refused before the run starts "
+           "(here a failed run is left behind)", edge=_leaves_a_run),
+    Mutant("slower-for-foreign-runs", "Security (SHOULD): another tenant's run reads as no "
+           "run, in time too (here 5 ms slower to refuse)", _swap(sources=_SlowerForeign)),
 )
 
 
