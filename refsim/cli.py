@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from refsim.domain.profile import PROFILES, profile_named
 from refsim.wire.client import HostClient
@@ -317,19 +318,34 @@ def _mutants(args: argparse.Namespace) -> int:
     if _counts_refused("mutants", ("--machine-examples", args.machine_examples, 0, None),
                        ("--machine-steps", args.machine_steps, 1, None)):
         return EXIT_USAGE
+    from refsim.check.variants import PASS_ZOO
     chosen = [m for m in ZOO if not args.only or m.name in args.only]
-    if not chosen:
-        print("refsim: no faulty host matches --only", file=sys.stderr)
+    if args.only and not chosen and not any(v.name in args.only for v in PASS_ZOO):
+        print("refsim: no faulty or correct host matches --only", file=sys.stderr)
         return EXIT_USAGE
+    if args.only and not chosen:
+        args.pass_only = True
     budget = SHRINK_BUDGET if args.shrink_budget is None else args.shrink_budget
     if not (math.isfinite(budget) and budget >= 0):
         print("refsim mutants: --shrink-budget takes a non-negative number of seconds",
               file=sys.stderr)
         return EXIT_USAGE
-    doc = kill_matrix_json(chosen, machine_examples=args.machine_examples,
-                           machine_steps=args.machine_steps, http=not args.no_http,
-                           jobs=args.jobs, shrink_budget=budget)
-    code = print_matrix(doc, sys.stdout)
+    code = 0
+    doc: dict[str, Any] = {"mutants": [], "requirements": []}
+    if not args.pass_only:
+        doc = kill_matrix_json(chosen, machine_examples=args.machine_examples,
+                               machine_steps=args.machine_steps, http=not args.no_http,
+                               jobs=args.jobs, shrink_budget=budget)
+        code = print_matrix(doc, sys.stdout)
+    if not args.no_pass:
+        from refsim.check.mutants import pass_matrix_json, print_pass_matrix
+        from refsim.check.variants import PASS_ZOO
+        names = [v.name for v in PASS_ZOO if not args.only or v.name in args.only]
+        print("\nThe pass matrix: correct hosts, each the reference host with one difference "
+              "the RFC allows; every cell must pass", flush=True)
+        doc["correct"] = pass_matrix_json(names, http=not args.no_http,
+                                          machine=args.machine_examples > 0, jobs=args.jobs)
+        code = max(code, print_pass_matrix(doc["correct"], sys.stdout))
     if args.json:
         write_json(doc, args.json)
     if args.html:
@@ -501,7 +517,12 @@ def build_parser() -> argparse.ArgumentParser:
                               "shrunk one, beside the unshrunk (0: do not shrink; default 1 "
                               "s, mutants.SHRINK_BUDGET)")
     mutants.add_argument("--only", action="append", metavar="NAME",
-                         help="only this faulty host (repeatable)")
+                         help="only this faulty or correct host (repeatable)")
+    mutants.add_argument("--no-pass", action="store_true",
+                         help="leave out the pass matrix (the correct hosts)")
+    mutants.add_argument("--pass-only", action="store_true",
+                         help="only the pass matrix: every correct host through check, "
+                              "fuzz and diff")
     mutants.set_defaults(func=_mutants)
     demo = sub.add_parser("demo", help="a narrated walk through RFC 0252 on the built-in "
                                        "host; writes a report folder")

@@ -47,7 +47,8 @@ from refsim.wire.response import Response
 DIFF_ID = "refsim.diff.wire-difference"
 # Values a host mints (or stamps) itself: compared by order of first appearance, not by value.
 MINTED = frozenset({"eventId", "timestamp", "invocationId", "parentInvocationId", "callId",
-                    "createdAt", "updatedAt", "startedAt", "completedAt", "durationMs"})
+                    "createdAt", "updatedAt", "startedAt", "completedAt", "durationMs",
+                    "correlationId"})
 # A member that refers to another's minted value is numbered in that one's sequence.
 SAME_SEQUENCE = {"parentInvocationId": "invocationId"}
 DEFAULT_EXAMPLES, DEFAULT_STEPS = 100, 20
@@ -226,9 +227,13 @@ class Pair:
     assume: tuple[str, ...] = ()
     profile: str = "reference"
     against: str | None = None
+    # B is a correct host of the pass zoo (refsim.check.variants) instead.
+    variant: str | None = None
 
     @property
     def label(self) -> str:
+        if self.variant is not None:
+            return f"--variant {self.variant}"
         if self.against is not None:
             return f"--profile {self.profile} --against {self.against}"
         return " ".join(f"--assume {a}" for a in self.assume) or f"--profile {self.profile}"
@@ -242,6 +247,9 @@ class Pair:
             return SimHost(seed=0, profile=base)
 
         def make_b() -> SimHost:
+            if self.variant is not None:
+                from refsim.check.variants import variant
+                return variant(self.variant).host(0)
             profile, components = build(readings, other)
             return SimHost(seed=0, profile=profile, components=components)
         return make_a, make_b
@@ -316,9 +324,10 @@ def _gateway_counters(host: SimHost, api_key: str) -> list[int | None] | None:
 
 
 def pair_machine(assume: Sequence[str] = (), profile: str = "reference",
-                 against: str | None = None) -> type[RecordedFixturesMachine]:
+                 against: str | None = None, variant: str | None = None
+                 ) -> type[RecordedFixturesMachine]:
     """The machine over a fresh pair per example: what a printed program runs against."""
-    make_a, make_b = Pair(tuple(assume), profile, against).hosts()
+    make_a, make_b = Pair(tuple(assume), profile, against, variant).hosts()
     return _machine(lambda: PairClient(make_a(), make_b()))
 
 
@@ -405,6 +414,8 @@ class DiffResult:
 
 def _args(pair: Pair) -> str:
     parts = []
+    if pair.variant is not None:
+        parts.append(f"variant={pair.variant!r}")
     if pair.assume:
         parts.append(f"assume={list(pair.assume)!r}")
     if pair.profile != "reference" or pair.against is not None:

@@ -175,6 +175,129 @@ def to_document(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"mutants": list(docs), "requirements": columns}
 
 
+# ----------------------------------------------------------------------------- the pass matrix
+
+PASS_COLUMNS = ("check in process", "check over HTTP", "fuzz in process", "fuzz over HTTP",
+                "diff vs reference")
+# The machine's budget on a correct host: it must print no counterexample (unreached
+# branches are no failure of the host). Over HTTP the budget is smaller: each step is
+# several round trips.
+PASS_FUZZ = (15, 15)
+PASS_FUZZ_HTTP = (5, 12)
+PASS_DIFF = (10, 12)
+
+
+def _rows_cell(rows: Sequence[Row]) -> dict[str, Any]:
+    failed = [r for r in rows if r.disposition is Disposition.EXECUTED_FAIL]
+    counts: dict[str, int] = {}
+    for r in rows:
+        key = "in process only" if r.apart else r.disposition.value
+        counts[key] = counts.get(key, 0) + 1
+    return {"ok": not failed, "counts": counts,
+            "failed": {r.check_id: r.detail[:300] for r in failed}}
+
+
+def _fuzz_cell(result: FuzzResult) -> dict[str, Any]:
+    if result.passed:
+        return {"ok": True, "steps": result.machine.steps_taken}
+    return {"ok": False, "requirementId": result.requirement_id,
+            "message": result.message[:300], "program": list(result.pasteable)}
+
+
+def judge_variant(name: str, *, http: bool = True, machine: bool = True,
+                  diff: bool = True) -> dict[str, Any]:
+    """One correct host through every way refsim judges: the checker in process and over
+    HTTP, the machine in process and over HTTP, and `refsim diff` against the reference
+    host. A cell that fails is a defect of the checker (or the machine, or diff)."""
+    from refsim.check.diff import Pair, run_diff
+    from refsim.check.observe import KEY_A, KEY_B
+    from refsim.check.variants import variant
+    from refsim.testing.fuzz import FuzzTarget
+    from refsim.wire.httpclient import HttpClient
+    correct = variant(name)
+    cells: dict[str, Any] = {}
+    cells["check in process"] = _rows_cell(run_parts(Target(variant=correct), PARTS))
+    if http:
+        with correct.served() as server:
+            cells["check over HTTP"] = _rows_cell(run_parts(
+                Target(), PARTS, client=HttpClient(server.url), api_key=KEY_A,
+                tenant_b_key=KEY_B))
+    if machine:
+        examples, steps = PASS_FUZZ
+        cells["fuzz in process"] = _fuzz_cell(run_machine(
+            FuzzTarget(variant=name).factory(), max_examples=examples, steps=steps,
+            seed_value=0, shrink=False))
+        if http:
+            examples, steps = PASS_FUZZ_HTTP
+            with correct.served() as server:
+                client = HttpClient(server.url)
+                cells["fuzz over HTTP"] = _fuzz_cell(run_machine(
+                    lambda: client, max_examples=examples, steps=steps, seed_value=0,
+                    shrink=False, keys={"acme": KEY_A, "globex": KEY_B}))
+    if diff and correct.diff is not None:
+        # A difference a client sees, and the RFC allows: diff is right to find it.
+        cells["diff vs reference"] = {"ok": True, "skipped": True, "allowed": correct.diff}
+    elif diff:
+        # A difference of representation only (noise, id shapes, framing, time): diff
+        # must find nothing a client would call a difference.
+        examples, steps = PASS_DIFF
+        found = run_diff(Pair(variant=name), max_examples=examples, steps=steps, seed=0)
+        cell: dict[str, Any] = {"ok": found.error is None and found.difference is None,
+                                "found": found.difference is not None}
+        if found.difference is not None:
+            d = found.difference
+            cell["difference"] = f"{d.method} {d.path.split('?')[0]}: {d.what}"
+        if found.error is not None:
+            cell["error"] = found.error
+        cells["diff vs reference"] = cell
+    return {"variant": name, "allows": correct.allows, "cells": cells,
+            "passed": all(c["ok"] for c in cells.values())}
+
+
+def pass_matrix_json(names: Sequence[str] | None = None, *, http: bool = True,
+                     machine: bool = True, diff: bool = True,
+                     jobs: int | None = None) -> list[dict[str, Any]]:
+    from refsim.check.variants import PASS_ZOO
+    chosen = list(names) if names is not None else [v.name for v in PASS_ZOO]
+    jobs = jobs or min(len(chosen), os.cpu_count() or 1)
+    if jobs <= 1 or len(chosen) <= 1:
+        return [judge_variant(n, http=http, machine=machine, diff=diff) for n in chosen]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(_judge_variant_json, chosen, [http] * len(chosen),
+                             [machine] * len(chosen), [diff] * len(chosen)))
+
+
+def _judge_variant_json(name: str, http: bool, machine: bool, diff: bool) -> dict[str, Any]:
+    return judge_variant(name, http=http, machine=machine, diff=diff)
+
+
+def print_pass_matrix(docs: Sequence[dict[str, Any]], out: TextIO) -> int:
+    """The pass matrix: a row per correct host, a column per way of judging it. Exit 1 if
+    any cell fails: that is a false verdict of refsim's, never a fault of the host."""
+    width = max((len(d["variant"]) for d in docs), default=10)
+    heads = ["in proc", "HTTP", "fuzz", "fuzz HTTP", "diff"]
+    print(f"{'correct host':<{width}}  " + "  ".join(f"{h:<9}" for h in heads), file=out)
+    bad = []
+    for d in docs:
+        cells = [d["cells"].get(c) for c in PASS_COLUMNS]
+        marks = ["-" if c is None else "allowed" if c.get("skipped") else "pass" if c["ok"]
+                 else "FAIL" for c in cells]
+        print(f"{d['variant']:<{width}}  " + "  ".join(f"{m:<9}" for m in marks), file=out)
+        for column, cell in zip(PASS_COLUMNS, cells, strict=True):
+            if cell is None or cell["ok"]:
+                continue
+            bad.append(d["variant"])
+            why = cell.get("failed") or cell.get("message") or cell.get("difference") \
+                or cell.get("error")
+            print(f"    {column}: {why}", file=out)
+    failing = sorted(set(bad))
+    print(f"\n{len(docs) - len(failing)}/{len(docs)} correct hosts passed every way they "
+          "were judged", file=out)
+    if failing:
+        print("FALSE VERDICTS on: " + ", ".join(failing), file=out)
+    return 1 if failing else 0
+
+
 def _short(requirement_id: str) -> str:
     return requirement_id.removeprefix("openwop.requirement.").removeprefix(
         "refsim.requirement.").removeprefix("openwop.scenario.")

@@ -433,7 +433,7 @@ PASS_ZOO: tuple[Variant, ...] = (
     Variant("correlation-id-in-errors",
             "errors.md: an error envelope may carry details, and details.correlationId is a "
             "non-empty string when present; RFC 0252 §C asks only the same status and code",
-            _with_edge(_correlation_ids)),
+            _with_edge(_correlation_ids), diff="error bodies carry details.correlationId"),
     Variant("tenant-names-like-wire-text",
             "identity.md: a tenant id is any ^(anon:)?[A-Za-z0-9._~-]{1,128}$; these share "
             "runs of characters with the error code and the refusal message",

@@ -248,5 +248,67 @@ def render_matrix(doc: dict[str, Any]) -> str:
         "<h2>The findings, one line per killed cell</h2>"
         f'<ol class="details">{"".join(details)}</ol>'
         + ("" if details else "<p>No cell is killed.</p>")
+        + render_pass_grid(doc.get("correct"))
         + "</main></body></html>\n")
+
+
+PASS_COLUMNS = ("check in process", "check over HTTP", "fuzz in process", "fuzz over HTTP",
+                "diff vs reference")
+
+
+def render_pass_grid(correct: Any) -> str:
+    """The pass matrix: a row per correct host (the reference host with one difference
+    the RFC allows), a column per way refsim judges it; a failing cell is refsim's
+    false verdict, never the host's fault. Empty when the document has none."""
+    if not isinstance(correct, list) or not correct:
+        return ""
+    rows, notes = [], []
+    failing = 0
+    for i, d in enumerate(x for x in correct if isinstance(x, dict)):
+        name = str(d.get("variant", f"host {i + 1}"))
+        given = d.get("cells")
+        cells_doc: dict[str, Any] = given if isinstance(given, dict) else {}
+        cells = []
+        bad = False
+        for j, column in enumerate(PASS_COLUMNS):
+            cell = cells_doc.get(column)
+            if not isinstance(cell, dict):
+                cells.append('<td class="cell" data-state="absent">-</td>')
+                continue
+            ok = cell.get("ok") is True
+            bad |= not ok
+            why = cell.get("failed") or cell.get("message") or cell.get("error") \
+                or cell.get("difference") or ""
+            counts = cell.get("counts")
+            text = f"{name} \u00d7 {column}: " + ("passed" if ok else "FALSE VERDICT") + (
+                f" ({', '.join(f'{k} {v}' for k, v in counts.items())})"
+                if isinstance(counts, dict) else "") + (f": {why}" if why else "")
+            if not ok:
+                notes.append(f'<li id="p-{i}-{j}">{h(text)}</li>')
+            if cell.get("skipped"):
+                text = f"{name} \u00d7 {column}: a difference the RFC allows, not diffed: " \
+                    f"{cell.get('allowed')}"
+                cells.append(f'<td class="cell killed" data-state="allowed" '
+                             f'title="{h(text)}">≈</td>')
+                continue
+            cells.append(f'<td class="cell{" killed" if ok else ""}" data-state='
+                         f'"{"pass" if ok else "fail"}" title="{h(text)}">'
+                         f'{"✓" if ok else "✕"}</td>')
+        failing += bad
+        rows.append(f'<tr class="{"survived" if bad else "killed-row"}" data-variant="{h(name)}">'
+                    f'<th class="row" scope="row"><code>{h(name)}</code><span class="breaks">'
+                    f'{h(d.get("allows", ""))}</span></th>{"".join(cells)}</tr>')
+    head = "".join(f'<th scope="col">{h(c)}</th>' for c in PASS_COLUMNS)
+    summary = f"{len(rows) - failing}/{len(rows)} correct hosts passed every way they were judged"
+    return ("<h2>The pass matrix</h2>"
+            "<p>Each row is a correct host (<code>refsim/check/variants.py</code>): the "
+            "reference host with one difference RFC 0252, OpenWOP v2 or HTTP allows, and the "
+            "line that allows it. Each column is a way refsim judges a host; every cell must "
+            "pass (✓). A failing cell (✕) is a false verdict of refsim's. ≈: a difference a "
+            "client sees and the RFC allows, which <code>refsim diff</code> is right to "
+            "find, so it is not diffed.</p>"
+            f'<p class="summary verdict">{h(summary)}</p>'
+            f'<table class="grid pass"><thead><tr><th scope="col">correct host (what allows '
+            f'it)</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            + (f'<ol class="details">{"".join(notes)}</ol>' if notes else ""))
 
