@@ -20,6 +20,7 @@ from refsim.domain.profile import PROFILES
 
 EXPECTED = {
     "eval-fixture-run-tenant-scoped": "openwop.requirement.0252.source-uniform",
+    "eval-run-owner-scoped": "refsim.requirement.0252.tenant-isolation",
     "eval-summary-no-content-leak": "refsim.requirement.0252.summary-content-free",
     "eval-fixture-replay-fail-closed": "refsim.requirement.0252.fail-closed-miss",
     "eval-fixture-no-egress-credential": "refsim.requirement.0252.no-egress-credential",
@@ -180,6 +181,12 @@ SABOTAGE: list[tuple[str, str, str]] = [
      "tenant B's completed source: expected 400 validation_error, got 201"),
     ("check_tenant_scoped", "foreign-unminted-403",
      "tenant B's never-minted id: expected 400 validation_error, got 403"),
+    ("check_foreign_actions", "foreign-forks-eval-run",
+     "tenant B asks for tenant A's eval run, a replay fork: answered 201, not a refusal"),
+    ("check_foreign_actions", "foreign-reads-eval-summary",
+     "tenant B asks for tenant A's eval run, its EvalSummary: answered 200, not a refusal"),
+    ("check_foreign_actions", "foreign-erases-eval-run",
+     "tenant A's eval run, after tenant B's tries: changed"),
     ("check_summary_content_free", "leaks-entries-in-eval-started", "carries content keys"),
     ("check_fail_closed", "serves-miss-live", "the live counter moved"),
     ("check_fail_closed", "forgets-misses", "fixtureMissCount is 0, expected 1"),

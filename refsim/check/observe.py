@@ -13,6 +13,7 @@ import time
 import weakref
 from collections.abc import Mapping
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import attrs
 
@@ -36,6 +37,9 @@ REPLAY = "conformance-eval-recorded-replay"
 DRIFT = "conformance-eval-recorded-drift"
 FIXTURES = (SOURCE, REPLAY, DRIFT)
 MAX_POLLS = 200
+# A listing of the caller's runs (before and after a refusal) reads at most this many pages
+# of 100: on a host that has served more, the listing judge stands aside.
+LIST_MAX_PAGES = 20
 # How long the checker waits, in all, for one run to reach a terminal state (a host may
 # run it after answering the create), polling with a growing pause between empty pages.
 RUN_DEADLINE_SECONDS = 30.0
@@ -410,13 +414,15 @@ class Session:
 
     def list_runs(self) -> list[str] | None:
         """The ids of every run the caller can list (`GET /runs`, gate runList), following
-        cursors (bounded); None where the host does not advertise run listing."""
+        cursors; None where the host does not advertise run listing, or lists more than
+        LIST_MAX_PAGES pages (the judge that compares two listings then has nothing to
+        compare: a refusal is judged by its answer alone)."""
         if not self.surface.family("runList"):
             return None
         ids: list[str] = []
         cursor: str | None = None
-        for _ in range(100):
-            path = "/runs?limit=100" + (f"&cursor={cursor}" if cursor else "")
+        for _ in range(LIST_MAX_PAGES):
+            path = "/runs?limit=100" + (f"&cursor={quote(cursor, safe='')}" if cursor else "")
             r = self.request("GET", path)
             body = r.json if isinstance(r.json, dict) else None
             if r.status != 200 or body is None or not isinstance(body.get("runs"), list):
@@ -425,7 +431,7 @@ class Session:
             cursor = body.get("nextCursor") if isinstance(body.get("nextCursor"), str) else None
             if not cursor:
                 return ids
-        return ids
+        return None
 
     def counter(self, key: str = COUNTER_KEY) -> int | None:
         """The live counter through the seam, or None when it cannot be observed."""
