@@ -184,11 +184,12 @@ def test_the_cache_covers_the_zoo_the_registry_and_the_rfc_table() -> None:
     security = rfc["copy-erased-with-source"]["refsim"]
     assert security["level"] == falsify.SEAM and security["seams"] == ["erase"]
     assert security["program"]["program"] and security["program"]["requirementId"]
-    # §E: the erase seam's retention lapse (scope=held-calls) leaves the eval run's copy
-    # while the source is no longer usable, so a re-resolving fork shows on the wire.
+    # §E: no outside party can take the source away alone (v2 has no portable deletion;
+    # erasure takes the copy with it), so a re-resolving fork shows only inside, as the
+    # RFC says (the checker no longer judges by refsim's non-RFC retention-lapse scope).
     reresolve = rfc["no-re-resolution"]["refsim"]
-    assert reresolve["level"] == falsify.SEAM and reresolve["seams"] == ["erase"]
-    assert reresolve["program"]["program"] and reresolve["program"]["requirementId"]
+    assert reresolve["level"] == falsify.INSIDE
+    assert falsify.disagreement(rfc["no-re-resolution"]["verdict"], reresolve["level"]) is None
     assert rfc["client-never-sends"]["refsim"]["verdict"] == "no faulty host: not falsified"
     assert falsify.table(doc["raw"]) == {k: v for k, v in doc.items()} | {
         "rfc": [{**r, "refsim": {k: v for k, v in r["refsim"].items() if k != "program"}}

@@ -24,6 +24,7 @@ from refsim.check.observe import (
     KEYS,
     RECORDER,
     REPLAY,
+    SEAM_COUNTER,
     SEAM_ERASE,
     SOURCE,
     TENANT_A,
@@ -763,7 +764,11 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
     else:
         out.append(fail(req, "the second source's eval run was not created"))
     runs = probe.inspector.run_count() if probe.inspector else None
-    live, count = _live(probe, (COUNTER_KEY,)), probe.count(a)
+    # The refusal is the claim; no live call on the way is judged where the counter can
+    # be read (the seam, or inside): without it the forks' refusals still are.
+    counted = probe.inspector is not None or a.surface.offers(SEAM_COUNTER)
+    live = _live(probe, (COUNTER_KEY,)) if counted else None
+    count = probe.count(a) if counted else None
     listed = a.list_runs()
     targets = [("a replay fork of the eval run", replay.run_id, "replay"),
                ("a branch fork of the eval run", replay.run_id, "branch")]
@@ -784,9 +789,10 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
                                          probe.inspector.run_count()))
     if listed is not None:
         out.append(judges.no_new_runs(req, listed, a.list_runs(), "the refused forks"))
-    out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
-    out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
-                                "live tool state across the refused forks"))
+    if count is not None:
+        out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
+        out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
+                                    "live tool state across the refused forks"))
     return out
 
 

@@ -328,11 +328,16 @@ def latency_alike(req: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequen
     ma, mb = statistics.median(xa), statistics.median(xb)
     effect = abs(ma - mb)
     told = p < LATENCY_ALPHA and effect >= LATENCY_MIN_EFFECT
-    summary = (f"{la} median {ma * 1000:.2f} ms, {lb} median {mb * 1000:.2f} ms "
-               f"(n = {len(xa)} + {len(xb)}, U = {u:.0f}, p = {p:.2g})")
-    return check(req, not told, ("refusal latency does not tell the groups apart: " if not told
-                                 else "refusal latency tells the groups apart: ") + summary,
-                 {"u": u, "p": p, la: ma, lb: mb})
+    figures = {"n": [len(xa), len(xb)], "u": u, "p": p, f"{la} median ms": ma * 1000,
+               f"{lb} median ms": mb * 1000}
+    if told:  # the figures move from run to run: the message names what they show
+        slower = lb if mb > ma else la
+        return fail(req, f"refusal latency tells the groups apart: {slower} is refused "
+                    f"slower (medians {LATENCY_MIN_EFFECT * 1000:g} ms or more apart, p < "
+                    f"{LATENCY_ALPHA:g}; the figures are in the observation)", figures)
+    return ok(req, f"refusal latency does not tell the groups apart: {la} median "
+              f"{ma * 1000:.2f} ms, {lb} median {mb * 1000:.2f} ms (n = {len(xa)} + "
+              f"{len(xb)}, U = {u:.0f}, p = {p:.2g})", figures)
 
 
 def mann_whitney(xa: Sequence[float], xb: Sequence[float]) -> tuple[float, float]:
