@@ -280,14 +280,6 @@ def test_a_foreign_latest_file_is_kept_and_our_own_is_replaced(
 
 
 
-def test_the_fields_chapter_fails_a_host_that_looks_the_source_up_first() -> None:
-    faulty = mutant("looks-source-up-first")
-    result = run_demo(components=faulty.components())
-    (fields,) = [c for c in result.chapters if c.slug == "fields"]
-    failed = [f.message for f in fields.findings if not f.ok]
-    assert any("so the source was looked up before the key" in m for m in failed)
-
-
 def test_legs_it_could_not_observe_are_blocked_not_held() -> None:
     result = run_demo(profile=PROFILES["no-counter-seam"])
     legs = {leg["requirement_id"]: leg["result"] for leg in result.legs()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -123,7 +124,7 @@ def test_every_judge_has_a_pass_and_a_fail_test() -> None:
 def test_the_judge_list_is_what_this_file_expects() -> None:
     assert _judge_names() == sorted([
         "absent", "content_free", "copies_gone", "counter_delta", "counter_moved",
-        "counter_unchanged", "created", "differs", "echo", "envelope", "eval_order",
+        "counter_unchanged", "created", "echo", "envelope", "eval_order",
         "facet_implies_matching", "indistinguishable", "latency_alike", "miss_count",
         "no_content_in", "no_derived_entries", "no_echo", "no_entries_on_wire",
         "no_new_runs", "no_recorded_content", "no_reresolution", "no_secret_in",
@@ -621,21 +622,31 @@ def test_no_echo_passes_on_seven_characters() -> None:
     assert judges.no_echo(REQ, refusal(f"about {OPAQUE[4:11]}"), [SOURCE_ID], "x").ok
 
 
+
+@pytest.mark.parametrize("start", [0, 1, 2])
+@pytest.mark.parametrize("pack", ["b64", "urlsafe", "hex", "HEX"])
+def test_no_echo_fails_on_the_id_packed_in_base64_or_hex(pack: str, start: int) -> None:
+    """Inside a longer packed text, from any byte alignment, the id still shows."""
+    import base64
+    raw = f"{'x' * start}source={SOURCE_ID};scope=tenant".encode()
+    packed = {"b64": base64.b64encode(raw).decode(), "HEX": raw.hex().upper(),
+              "urlsafe": base64.urlsafe_b64encode(raw).decode(), "hex": raw.hex()}[pack]
+    found = judges.no_echo(REQ, resp(400, REFUSAL, {"X-Trace-State": packed}), [SOURCE_ID],
+                           "header")
+    assert not found.ok and "echoes the supplied id" in found.message
+
+
+def test_no_echo_passes_on_packed_text_without_the_id() -> None:
+    import base64
+    other = base64.b64encode(f"source={FOREIGN_ID}".encode()).decode()
+    assert judges.no_echo(REQ, resp(400, REFUSAL, {"X-Trace-State": other}), [SOURCE_ID],
+                          "header").ok
+
 def test_echo_fails_on_a_reordered_map() -> None:
     want = {"beta": SOURCE_ID, "alpha": FOREIGN_ID}
     log = eval_log(dict(sorted(want.items())))
     found = judges.echo(REQ, log, want)
     assert not found.ok and "another order" in found.message
-
-
-def test_differs_passes() -> None:
-    assert judges.differs(REQ, refusal("a key names no task"), [("unknown", refusal())],
-                          "key").ok
-
-
-def test_differs_fails_on_the_unusable_source_body() -> None:
-    found = judges.differs(REQ, refusal(), [("unknown", refusal())], "key")
-    assert not found.ok and "looked up first" in found.message
 
 
 def test_nothing_minted_passes() -> None:
@@ -794,6 +805,16 @@ def test_indistinguishable_fails_on_a_body_member_that_separates_the_groups() ->
     assert not judges.indistinguishable(REQ, groups).ok
 
 
+
+def test_indistinguishable_fails_on_a_length_that_separates_the_groups() -> None:
+    """A request id fresh on every answer is noise; one longer for another tenant's run
+    tells the groups apart by its length."""
+    groups = [("unknown", [_noisy(REFUSAL, i) for i in range(3)]),
+              ("foreign", [_noisy(REFUSAL, 10 + i, **{"X-Request-Id": f"r-{i:04d}-extra"})
+                           for i in range(3)])]
+    found = judges.indistinguishable(REQ, groups)
+    assert not found.ok and "length of header x-request-id" in found.message
+
 def test_indistinguishable_fails_without_two_samples_a_group() -> None:
     assert not judges.indistinguishable(REQ, [("a", [refusal()]), ("b", [refusal()])]).ok
 
@@ -912,8 +933,69 @@ def test_no_entries_on_wire_fails_an_entry_inside_a_string_or_a_header() -> None
     assert failed(judges.no_entries_on_wire(REQ, [("header", header)], _CALLS, _CALLS))
 
 
+
+@pytest.mark.parametrize("pack", ["hex", "zlib-base64", "gzip-base64", "urlsafe"])
+def test_no_entries_on_wire_fails_entries_packed_in_a_header(pack: str) -> None:
+    import base64
+    import gzip
+    import json as _json
+    import zlib
+    raw = _json.dumps([{"tool": COUNTER, "args": READ[0], "response": READ[1]}]).encode()
+    packed = {"hex": raw.hex(), "zlib-base64": base64.b64encode(zlib.compress(raw)).decode(),
+              "gzip-base64": base64.b64encode(gzip.compress(raw)).decode(),
+              "urlsafe": base64.urlsafe_b64encode(raw).decode()}[pack]
+    header = resp(200, {"runId": SOURCE_ID}, {"X-Fixtures": packed})
+    assert failed(judges.no_entries_on_wire(REQ, [("header", header)], _CALLS, _CALLS))
+    plain = resp(200, {"runId": SOURCE_ID}, {"X-Fixtures": raw.hex()[:40]})
+    assert ok_all(judges.no_entries_on_wire(REQ, [("header", plain)], _CALLS, _CALLS))
+
 def test_no_entries_on_wire_fails_a_call_the_run_never_made() -> None:
     answer = {"key": "recorded-fixtures", "count": 7}
     recorded = [INC, (READ[0], answer)]
     drift = {"events": [ev(0, "eval.started", note=answer)]}
     assert failed(judges.no_entries_on_wire(REQ, [("drift", drift)], recorded, [INC]))
+
+
+# -- alike: the differential judge of refusals, asking again --------------------------------
+
+def _asker(make: Callable[[int], Response]) -> tuple[Callable[[], Response], list[int]]:
+    asked: list[int] = []
+
+    def ask() -> Response:
+        asked.append(1)
+        return make(len(asked) * 7 + id(asked) % 5)
+    return ask, asked
+
+
+def test_alike_asks_again_and_passes_when_what_differed_is_noise() -> None:
+    from refsim.check.observe import ALIKE_SAMPLES, alike
+    unknown, asked_u = _asker(lambda n: _noisy(REFUSAL, n))
+    foreign, asked_f = _asker(lambda n: _noisy(REFUSAL, 1000 + n))
+    found = alike(REQ, [("unknown", unknown), ("foreign", foreign)],
+                  [_noisy(REFUSAL, 1), _noisy(REFUSAL, 2)])
+    assert found.ok, found.message
+    assert len(asked_u) == len(asked_f) == ALIKE_SAMPLES
+    assert "asked again" in found.message
+
+
+def test_alike_fails_on_what_stays_apart_when_asked_again() -> None:
+    from refsim.check.observe import alike
+    unknown, _ = _asker(lambda n: _noisy(REFUSAL, n))
+    foreign, _ = _asker(lambda n: _noisy(REFUSAL, n, **{"X-Scope": "tenant"}))
+    found = alike(REQ, [("unknown", unknown), ("foreign", foreign)],
+                  [_noisy(REFUSAL, 1), _noisy(REFUSAL, 2, **{"X-Scope": "tenant"})])
+    assert not found.ok and "header x-scope" in found.message
+
+
+def test_alike_does_not_ask_again_when_first_sight_is_alike() -> None:
+    from refsim.check.observe import alike
+    unknown, asked = _asker(lambda n: refusal())
+    assert alike(REQ, [("a", unknown), ("b", unknown)], [refusal(), refusal()]).ok
+    assert asked == []
+
+
+def test_alike_does_not_ask_again_after_an_acceptance() -> None:
+    from refsim.check.observe import alike
+    ask, asked = _asker(lambda n: refusal())
+    found = alike(REQ, [("a", ask), ("b", ask)], [refusal(), resp(201, {"runId": SOURCE_ID})])
+    assert not found.ok and asked == []

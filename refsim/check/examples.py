@@ -70,7 +70,8 @@ Expectations (of one request; ``RUN`` as above, ``L`` an earlier request's label
                             refusal with a registered code, where the RFC names none)
 ``error: CODE``             with ``status``: that code in a registered-code envelope
 ``no_echo: [V, ...]``       the response shows none of these ids, in any form
-``identical_to: L | [L]``   byte-identical to those requests' responses
+``identical_to: L | [L]``   indistinguishable from those responses (what varies between
+                            two asks of one request set aside)
 ``same_code_as: L | [L]``   the same status and code as those responses
 ``echo: true | MAP``        ``eval.started.fixtureRuns`` equals the request's map (or MAP)
 ``outcomes_equal_source``   ``RUN | [RUN]``: each ``agent.tool-returned`` of the agent
@@ -785,6 +786,9 @@ class _RowRun:
     claims: int = 0
     notes: list[str] = attrs.Factory(list)
     current: Action | None = None
+    # label -> the action and its arguments as sent: a refusal can be asked for again.
+    performed: dict[str, tuple[Action, dict[str, Any]]] = attrs.Factory(dict)
+    last_args: dict[str, Any] = attrs.Factory(dict)
 
     @property
     def req(self) -> str:
@@ -887,6 +891,7 @@ class _RowRun:
         self.current = action
         if args is None:
             args = self.subst(dict(action.args))
+        self.last_args = args
         if kind == "create_eval":
             body = eval_body(self.suite_ref(action.tenant, args["suite"]),
                              args.get("fixture_runs"), agent_id=args.get("agent", RECORDER))
@@ -921,6 +926,11 @@ class _RowRun:
         if "body" in args:
             return session.request(method, path, json=args["body"])
         return session.request(method, path)
+
+    def ask(self, label: str) -> Callable[[], Response]:
+        """The request labelled `label`, as it was sent, to be made again (a refusal)."""
+        action, args = self.performed[label]
+        return lambda: self.perform(action, dict(args))
 
     def control(self, values: Sequence[str]) -> Response | None:
         """The request just made, made again with each of `values` replaced by a control
@@ -966,6 +976,7 @@ class _RowRun:
                 before[e.name] = exc
         response = self.perform(request.action)
         self.responses[request.label] = response
+        self.performed[request.label] = (request.action, self.last_args)
         self.capture(request.action, response)
         observed = self.observe(request, response)
         agent = str(request.action.args.get("agent", RECORDER))

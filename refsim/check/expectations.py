@@ -8,14 +8,21 @@ Adding an expectation is one class here, listed in `EXPECTATIONS`, and its test.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Protocol
 
 import attrs
 
 from refsim.check import judges
 from refsim.check.findings import Finding, check, fail
-from refsim.check.observe import Inspector, Observed, Session, inapplicable, run_path
+from refsim.check.observe import (
+    Inspector,
+    Observed,
+    Session,
+    alike,
+    inapplicable,
+    run_path,
+)
 from refsim.domain.canonical import canonical
 from refsim.wire.response import Response
 
@@ -64,6 +71,10 @@ class Context(Protocol):
 
     def control(self, values: Sequence[str]) -> Response | None:
         """The request just judged, made again with control values in place of `values`."""
+        ...
+
+    def ask(self, label: str) -> Callable[[], Response]:
+        """The request labelled `label`, to be made again as it was sent."""
         ...
 
 
@@ -214,8 +225,9 @@ class NoEcho(Expectation):
 
 class IdenticalTo(Expectation):
     name, form = "identical_to", "L | [L]"
-    doc = ("the whole response (status, every header but Date, body bytes) equals those "
-           "earlier requests' responses")
+    doc = ("the responses cannot be told apart: status, headers and body bytes, setting "
+           "aside what varies between two asks of one request (asked again, interleaved, "
+           "when they differ on first sight)")
     exact: ClassVar[bool] = True
 
     def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
@@ -224,23 +236,11 @@ class IdenticalTo(Expectation):
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         pairs = [(other, ctx.responses[other]) for other in value]
-        return [judges.uniform(ctx.req, [*pairs, (label, obs.response)], exact=self.exact,
-                               noise=ctx.noise if self.exact else frozenset())]
-
-
-class DiffersFrom(Expectation):
-    name, form = "differs_from", "L | [L]"
-    doc = ("the body differs from those earlier requests' bodies (a §B refusal is not the "
-           "body an unusable source gets)")
-
-    def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        return _labels(p, value, where)
-
-    def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
-              tenant: str, agent: str) -> list[Finding]:
-        return [judges.differs(ctx.req, obs.response,
-                               [(other, ctx.responses[other]) for other in value], label,
-                               ctx.noise)]
+        if not self.exact:
+            return [judges.uniform(ctx.req, [*pairs, (label, obs.response)], exact=False)]
+        labels = [*value, label]
+        return [alike(ctx.req, [(name, ctx.ask(name)) for name in labels],
+                      [*(r for _, r in pairs), obs.response], ctx.noise)]
 
 
 class SameCodeAs(IdenticalTo):
@@ -664,7 +664,7 @@ class DerivedCopies(Expectation):
 
 
 EXPECTATIONS: dict[str, Expectation] = {e.name: e for e in (
-    Status(), Error(), NoEcho(), IdenticalTo(), DiffersFrom(), SameCodeAs(), Echo(),
+    Status(), Error(), NoEcho(), IdenticalTo(), SameCodeAs(), Echo(),
     OutcomesEqualSource(),
     FixtureMissCount(), Passed(), CounterUnchanged(), CounterMoved(), EventIncludes(),
     JsonIncludes(), ToolStatuses(), LaneContentFree(), FacetImpliesMatching(),

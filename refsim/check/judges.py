@@ -11,6 +11,7 @@ import json
 import math
 import re
 import statistics
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
@@ -46,6 +47,22 @@ def id_forms(value: str) -> frozenset[str]:
     return frozenset(f for f in forms if len(f) >= 4)
 
 
+@functools.lru_cache(maxsize=4096)
+def encoded_forms(value: str) -> frozenset[str]:
+    """The supplied id packed the ways a host could hide it: base64 (standard and URL-safe,
+    from each of the three byte alignments, so that any stretch of the id shows) and hex
+    (either case). Their runs of ECHO_WINDOW characters count as an echo too."""
+    raw = value.encode("utf-8")
+    forms: set[str] = set()
+    for start in range(3):
+        chunk = raw[start:]
+        if len(chunk) >= 6:
+            forms.add(base64.b64encode(chunk).decode("ascii").rstrip("="))
+            forms.add(base64.urlsafe_b64encode(chunk).decode("ascii").rstrip("="))
+    forms |= {raw.hex(), raw.hex().upper()}
+    return frozenset(f for f in forms if len(f) >= ECHO_WINDOW)
+
+
 def _windows(value: str, size: int = ECHO_WINDOW) -> set[str]:
     if len(value) <= size:
         return {value} if len(value) >= 4 else set()
@@ -54,8 +71,13 @@ def _windows(value: str, size: int = ECHO_WINDOW) -> set[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _id_windows(supplied: str) -> frozenset[str]:
-    """Every ECHO_WINDOW-character run of every form of `supplied` (remembered, bounded)."""
-    return frozenset(w for form in id_forms(supplied) for w in _windows(form))
+    """Every ECHO_WINDOW-character run of every form of `supplied`, plain and packed
+    (remembered, bounded). A base64 form's last characters depend on what follows the id,
+    so those of its windows that end within two characters of its end are left out."""
+    plain = {w for form in id_forms(supplied) for w in _windows(form)}
+    packed = {form[i:i + ECHO_WINDOW] for form in encoded_forms(supplied)
+              for i in range(max(0, len(form) - ECHO_WINDOW - 2) + 1)}
+    return frozenset(plain | packed)
 
 
 _APART = "\x00"  # between the decodings `echoed` searches at once
@@ -112,10 +134,12 @@ def refused(req: str, response: Response, what: str, *, status: int = 400,
     """Status, code, and a well-formed registered-code envelope."""
     body = response.json if isinstance(response.json, dict) else {}
     got = body.get("error")
+    answered = f"{response.status} {got}" if got is not None else \
+        f"{response.status}, no error code"
     out = [check(req, response.status == status and got == code,
-                 f"{what}: expected {status} {code}, got {response.status} {got}",
-                 _obs(response))]
-    out.append(envelope(req, response, what))
+                 f"{what}: expected {status} {code}, got {answered}", _obs(response))]
+    if response.status >= 400:
+        out.append(envelope(req, response, what))
     return out
 
 
@@ -215,10 +239,21 @@ def signature(response: Response, noise: frozenset[str] = frozenset()) -> tuple[
     return tuple(sorted((k, repr(v)) for k, v in features(response).items() if k not in noise))
 
 
+def _with_lengths(found: dict[str, Any]) -> dict[str, Any]:
+    """The features and, beside each text, its length: a value that varies on every
+    answer is noise, but its length may still tell the groups apart (a request id
+    longer for another tenant's run)."""
+    out = dict(found)
+    for name, value in found.items():
+        if isinstance(value, str | bytes):
+            out["length of " + name] = len(value)
+    return out
+
+
 def _separating(groups: Sequence[tuple[str, Sequence[Response]]]) -> list[str]:
     """Features constant within every group whose value differs between groups (an
     oracle). A feature that varies inside any group is noise and is set aside."""
-    per = [[features(r) for r in responses] for _, responses in groups]
+    per = [[_with_lengths(features(r)) for r in responses] for _, responses in groups]
     names = set().union(*(f for group in per for f in group)) if per else set()
     out = []
     for name in sorted(names):
@@ -271,18 +306,6 @@ def uniform(req: str, responses: Sequence[tuple[str, Response]], *, exact: bool,
                  {label: _obs(r) for label, r in responses})
 
 
-def differs(req: str, response: Response, others: Sequence[tuple[str, Response]],
-            what: str, noise: frozenset[str] = frozenset()) -> Finding:
-    """A §B refusal is its own answer: it is not the body an unusable source gets, which
-    would say the host looked the source up before it checked the request."""
-    mine = signature(response, noise)
-    same = [label for label, r in others if signature(r, noise) == mine]
-    return check(req, not same, f"{what}: refused with its own body, not the one "
-                 f"{', '.join(label for label, _ in others)} got" if not same else
-                 f"{what}: the body {', '.join(same)} got, so the source was looked up first",
-                 _obs(response))
-
-
 def _difference(responses: Sequence[Response], exact: bool,
                 noise: frozenset[str] = frozenset()) -> str:
     first = responses[0]
@@ -314,12 +337,13 @@ LATENCY_MIN_EFFECT = 0.001
 LATENCY_SAMPLES = 24  # per group
 
 
-def latency_alike(req: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequence[float]]
-                  ) -> Finding:
+def latency_alike(req: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequence[float]],
+                  alpha: float = LATENCY_ALPHA) -> Finding:
     """Security (SHOULD): the time a refusal takes does not tell another tenant's run from
     no run. Two-sided Mann-Whitney U (normal approximation, ties corrected) on interleaved
-    samples; flagged when p < LATENCY_ALPHA and the medians differ by LATENCY_MIN_EFFECT or
-    more."""
+    samples; flagged when p < `alpha` and the medians differ by LATENCY_MIN_EFFECT or more.
+    A row making k such comparisons passes LATENCY_ALPHA / k (Bonferroni), so the row's
+    false alarm rate stays under LATENCY_ALPHA."""
     (la, xa), (lb, xb) = a, b
     if len(xa) < 8 or len(xb) < 8:
         return fail(req, f"the latency judge needs 8 samples a group, had {len(xa)} and "
@@ -327,14 +351,14 @@ def latency_alike(req: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequen
     u, p = mann_whitney(xa, xb)
     ma, mb = statistics.median(xa), statistics.median(xb)
     effect = abs(ma - mb)
-    told = p < LATENCY_ALPHA and effect >= LATENCY_MIN_EFFECT
+    told = p < alpha and effect >= LATENCY_MIN_EFFECT
     figures = {"n": [len(xa), len(xb)], "u": u, "p": p, f"{la} median ms": ma * 1000,
                f"{lb} median ms": mb * 1000}
     if told:  # the figures move from run to run: the message names what they show
         slower = lb if mb > ma else la
         return fail(req, f"refusal latency tells the groups apart: {slower} is refused "
                     f"slower (medians {LATENCY_MIN_EFFECT * 1000:g} ms or more apart, p < "
-                    f"{LATENCY_ALPHA:g}; the figures are in the observation)", figures)
+                    f"{alpha:g}; the figures are in the observation)", figures)
     return ok(req, f"refusal latency does not tell the groups apart: {la} median "
               f"{ma * 1000:.2f} ms, {lb} median {mb * 1000:.2f} ms (n = {len(xa)} + "
               f"{len(xb)}, U = {u:.0f}, p = {p:.2g})", figures)
@@ -714,18 +738,40 @@ def _unpacked(value: Any, depth: int = 0) -> Iterable[Any]:
         elif isinstance(item, list):
             stack.extend((v, level) for v in item)
         elif isinstance(item, str) and level < 3 and len(item) >= 2:
-            text = item.strip()
-            inner = _json_text(text)
-            if inner is None and _BASE64_RE.match(text):
-                try:
-                    inner = _json_text(base64.b64decode(text + "=" * (-len(text) % 4),
-                                                        altchars=b"-_" if "-" in text
-                                                        or "_" in text else None
-                                                        ).decode("utf-8"))
-                except (ValueError, UnicodeDecodeError):
-                    inner = None
+            inner = _unpack_text(item.strip())
             if inner is not None:
                 stack.append((inner, level + 1))
+
+
+_HEX_RE = re.compile(r"^(?:[0-9a-fA-F]{2}){8,}$")
+
+
+def _unpack_text(text: str) -> Any:
+    """What a string carries, where it is a document in disguise: JSON text, or JSON in
+    base64 (either alphabet) or hex, plain or compressed (zlib, gzip); None otherwise.
+    Bounded: a decompressed text is read to at most a megabyte."""
+    found = _json_text(text)
+    if found is not None:
+        return found
+    packed: bytes | None = None
+    if _HEX_RE.match(text):
+        packed = bytes.fromhex(text)
+    elif _BASE64_RE.match(text):
+        try:
+            packed = base64.b64decode(text + "=" * (-len(text) % 4),
+                                      altchars=b"-_" if "-" in text or "_" in text else None)
+        except ValueError:
+            return None
+    if packed is None:
+        return None
+    for unpack in (lambda b: b, lambda b: zlib.decompressobj(47).decompress(b, 1 << 20)):
+        try:
+            found = _json_text(unpack(packed).decode("utf-8"))
+        except (UnicodeDecodeError, zlib.error):
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def _json_text(text: str) -> Any:

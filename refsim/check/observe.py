@@ -8,16 +8,17 @@ judging is for `refsim.check.judges`.
 
 from __future__ import annotations
 
+import random
 import secrets
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
 
 import attrs
 
-from refsim.check.findings import Disposition
+from refsim.check.findings import Disposition, Finding
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.owners import DEFAULT_TENANTS
 from refsim.wire.client import NO_BODY, HostClient
@@ -577,6 +578,40 @@ def noise_of_host(session: Session) -> frozenset[str]:
     except TypeError:
         pass
     return found
+
+
+# Where two refusals read differently on first sight, each is asked for again this many
+# times, interleaved in a random order, before the difference counts (a header that takes
+# one of a few values at random, or changes with the clock, is noise the first sight
+# cannot tell from an oracle).
+ALIKE_SAMPLES = 4
+Ask = Callable[[], Response]
+
+
+def alike(req: str, asks: Sequence[tuple[str, Ask]], first: Sequence[Response],
+          noise: frozenset[str] = frozenset()) -> Finding:
+    """Refusals a client cannot tell apart, judged differentially: the answers `first`
+    (one per labelled request) alike, all but `noise`, is enough; where they differ,
+    every request is asked again ALIKE_SAMPLES times, interleaved in a random order, and
+    only what is constant within each one's answers and differs between them counts
+    (`judges.indistinguishable`). `asks` make the requests again; only refusals are asked
+    again (asking again changes nothing)."""
+    from refsim.check import judges
+    labelled = [(label, r) for (label, _), r in zip(asks, first, strict=True)]
+    plain = judges.uniform(req, labelled, exact=True, noise=noise)
+    if plain.ok or any(r.status < 400 for r in first):
+        return plain
+    groups: list[tuple[str, list[Response]]] = [(label, []) for label, _ in asks]
+    rng = random.Random(secrets.randbits(64))
+    for _ in range(ALIKE_SAMPLES):
+        order = list(range(len(asks)))
+        rng.shuffle(order)
+        for index in order:
+            groups[index][1].append(asks[index][1]())
+    found = judges.indistinguishable(req, groups)
+    return attrs.evolve(found, message=f"{plain.message.split(': they are not')[0]} on "
+                        f"first sight; asked again {ALIKE_SAMPLES} times each, interleaved: "
+                        + found.message)
 
 
 def _count_of(r: Response) -> int | None:
