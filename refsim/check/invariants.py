@@ -34,6 +34,7 @@ from refsim.check.observe import (
     Observed,
     Session,
     Unobservable,
+    alike,
     eval_body,
     gate,
     inapplicable,
@@ -411,6 +412,20 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
     if own_waiting.status != 201 or noop.status != 201:
         return out
     a.events(str(own_waiting.json["runId"]))
+    # Tenant B's runs of every other kind: cancelled after the agent's calls (terminal),
+    # one that never invoked the agent, and an eval run (a usable source for B, UQ4).
+    cancelled = b.workflow(WAIT_INPUT, {"agentId": RECORDER, "script": [_counter("read")]})
+    out.append(judges.created(req, cancelled, "tenant B's run to cancel"))
+    b_noop = b.workflow(NOOP)
+    out.append(judges.created(req, b_noop, "tenant B's run that never invokes the agent"))
+    b_eval = b.eval(REPLAY, {"record": foreign.run_id})
+    out.append(judges.created(req, b_eval.response, "tenant B's eval run"))
+    if cancelled.status != 201 or b_noop.status != 201 or b_eval.run_id is None:
+        return out
+    cancelled_id = str(cancelled.json["runId"])
+    b.events(cancelled_id)
+    cancel = b.request("POST", run_path(cancelled_id, "/cancel"), json={})
+    out.append(check(req, cancel.status == 200, f"tenant B cancelled its run ({cancel.status})"))
     mine, theirs = _tenant(own.run_id), _tenant(foreign.run_id)
     foreign_opaque = foreign.run_id.split("/", 1)[1]
     cases = (("an unknown id", f"{mine}/{UNKNOWN_OPAQUE}"),
@@ -418,30 +433,42 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
              ("an id that does not decode", "not a run id"),
              ("tenant B's completed source", foreign.run_id),
              ("tenant B's non-terminal run", waiting_id),
+             ("tenant B's cancelled run", cancelled_id),
+             ("tenant B's run without the agent", str(b_noop.json["runId"])),
+             ("tenant B's eval run", b_eval.run_id),
              ("tenant B's opaque segment under the caller's tenant",
               f"{mine}/{foreign_opaque}"),
              ("the caller's non-terminal run", str(own_waiting.json["runId"])),
              ("the caller's run without the agent", str(noop.json["runId"])))
     runs_before = probe.inspector.run_count() if probe.inspector else None
     listed = a.list_runs()
-    responses = []
+    first: list[Response] = []
+    asks: list[tuple[str, Callable[[], Response]]] = []
     for label, value in cases:
         r = a.create(_replay_body(value))
         out += judges.refused(req, r, label)
         out.append(judges.no_echo(req, r, [value], label,
                                   _refusal_controls(a, r, value, _replay_body)))
         out.append(judges.nothing_minted(req, r, label))
-        responses.append((label, r))
-        # A retry cannot change what was refused.
-        again = a.create(_replay_body(value))
-        responses.append((label + ", asked again", again))
-    out.append(judges.uniform(req, responses, exact=True, noise=noise_of_host(a)))
+        first.append(r)
+        asks.append((label, _ask(a, value)))
+        # A retry cannot change what was refused, plain or under an Idempotency-Key.
+        key = {"Idempotency-Key": f"refsim-retry-{nonce()}"}
+        for again in range(2):
+            out += judges.refused(req, a.request("POST", "/runs", _replay_body(value), key),
+                                  f"{label}, asked again under an Idempotency-Key "
+                                  f"({again + 1})")
+    out.append(alike(req, asks, first, noise_of_host(a)))
     if probe.inspector is not None:
-        out.append(judges.nothing_minted(req, responses[-1][1], "the refusals", runs_before,
+        out.append(judges.nothing_minted(req, first[-1], "the refusals", runs_before,
                                          probe.inspector.run_count()))
     if listed is not None:
         out.append(judges.no_new_runs(req, listed, a.list_runs(), "the refusals"))
     return out
+
+
+def _ask(session: Session, value: str) -> Callable[[], Response]:
+    return lambda: session.create(_replay_body(value))
 
 
 R_ISOLATION = req_id("0252.tenant-isolation")
@@ -568,6 +595,15 @@ def check_fail_closed(probe: Probe) -> list[Finding]:
     out.append(judges.counter_unchanged(req, count, probe.count(a), "the drifted replay"))
     out.append(judges.counter_delta(req, drift_count, probe.count(a, DRIFT_KEY), 0,
                                     "the drifted inc's own key"))
+    if drift.run_id is not None and a.surface.family("replay"):
+        # A branch of the drifted run runs its task again on the copy: the miss is a miss
+        # again, live nowhere (Security: a fork never runs against live tools).
+        branch = a.forked(drift.run_id, "branch")
+        out += _controls(req, branch, "a branch fork of the drifted replay")
+        out += judges.miss_count(req, branch.events, branch.summary, "record", 1)
+        out += judges.passed_is(req, branch.events, branch.summary, "record", False)
+        out.append(judges.counter_delta(req, drift_count, probe.count(a, DRIFT_KEY), 0,
+                                        "the drifted inc's own key, across the branch"))
     again = a.eval(changed, {"record": source.run_id})
     out.append(judges.created(req, again.response, "a changed agent that repeats a consumed "
                               "call and calls a new tool"))
@@ -778,12 +814,13 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
         r = a.fork(run_id, mode)
         out += judges.refused_registered(req, r, label)
         out.append(judges.nothing_minted(req, r, label))
-    unknown = a.create(_replay_body(f"{_tenant(source.run_id)}/{UNKNOWN_OPAQUE}"))
+    unknown_id = f"{_tenant(source.run_id)}/{UNKNOWN_OPAQUE}"
+    unknown = a.create(_replay_body(unknown_id))
     again = a.create(_replay_body(source.run_id))
     out += judges.refused(req, again, "a new eval naming the erased source")
-    out.append(judges.uniform(req, [("an unknown id", unknown),
-                                    ("the erased source", again)], exact=True,
-                              noise=noise_of_host(a)))
+    out.append(alike(req, [("an unknown id", _ask(a, unknown_id)),
+                           ("the erased source", _ask(a, source.run_id))],
+                     [unknown, again], noise_of_host(a)))
     if probe.inspector is not None:
         out.append(judges.nothing_minted(req, again, "the refused forks", runs,
                                          probe.inspector.run_count()))

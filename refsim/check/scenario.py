@@ -8,6 +8,7 @@ tenant's key) is blocked or inapplicable, naming it, never failed.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ from refsim.check.findings import Disposition, Finding, Row, check, fail
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     COUNTER_KEY,
+    COUNTER_TOOL,
     DRIFT,
     DRIFT_KEY,
     FIXTURES,
@@ -31,6 +33,7 @@ from refsim.check.observe import (
     Observed,
     Session,
     Unobservable,
+    alike,
     eval_body,
     gate,
     noise_of_host,
@@ -51,8 +54,12 @@ HOST_LEGS = (*LEGS[1:], UNIFORM_BODY, LATENCY)
 # Values that are no run id at all: each is an unknown source (§C: "an id that does not
 # decode included").
 UNDECODABLE = ("not a run id", "short/run", "~2F", "%2Fx", "a/b/c-0000000000000000", "")
-# Interleaved samples of each kind of refusal the body and latency judges compare.
+# Interleaved samples of each kind of refusal the body judge compares; how often tenant
+# B's run is asked for again (plain and under an Idempotency-Key) before the refusal
+# counts as one that a retry cannot change.
 BODY_SAMPLES = 4
+RETRIES = 12
+WAIT_INPUT = "conformance-wait-input"
 NOOP = "conformance-noop"
 # The catalog suite whose modes include live-shadow (the §B rule the oracle judge pairs).
 LIVE_SHADOW_SUITE = "refsim-eval-two-tasks"
@@ -336,25 +343,29 @@ class _Legs:
             refusals = [("tenant B's run", r_foreign)] + [
                 (label, a.create(body(value))) for label, value in forms[:2]]
             out.append(judges.uniform(req, refusals, exact=False))
-            # A retry, plain and under one Idempotency-Key, cannot change the refusal.
+            # A retry cannot change the refusal: asked again and again, plain and under one
+            # Idempotency-Key (a cache or a counter must not turn it into an answer).
             key = {"Idempotency-Key": f"refsim-retry-{nonce()}"}
-            for label, headers in (("tenant B's run, asked again", None),
-                                   ("tenant B's run, with an Idempotency-Key", key),
-                                   ("tenant B's run, again with that Idempotency-Key", key)):
+            for index in range(RETRIES):
+                headers = key if index % 2 else None
+                label = f"tenant B's run, asked again ({index + 2}" + (
+                    ", with an Idempotency-Key)" if headers else ")")
                 out += judges.refused(req, a.request("POST", "/runs", body(foreign.run_id),
                                                      headers), label)
             return out
         unknown_value = forms[0][1]
-        groups: dict[str, list[Response]] = {"an unknown id": [], "tenant B's run": []}
-        for index in range(BODY_SAMPLES):
-            order = [("an unknown id", unknown_value), ("tenant B's run", foreign.run_id)]
-            for label, value in order if index % 2 == 0 else order[::-1]:
-                groups[label].append(a.create(body(value)))
-        out.append(judges.indistinguishable(req, list(groups.items())))
+        groups: list[tuple[str, list[Response]]] = [("an unknown id", []),
+                                                    ("tenant B's run", [])]
+        rng = random.Random(nonce())
+        for _ in range(BODY_SAMPLES):
+            for index in rng.sample((0, 1), 2):
+                value = (unknown_value, foreign.run_id)[index]
+                groups[index][1].append(a.create(body(value)))
+        out.append(judges.indistinguishable(req, groups))
         noise = noise_of_host(a)
-        singles = [("tenant B's run", r_foreign)] + [
-            (label, a.create(body(value))) for label, value in forms]
-        out.append(judges.uniform(req, singles, exact=True, noise=noise))
+        singles = [("tenant B's run", foreign.run_id), *forms]
+        first = [r_foreign] + [a.create(body(value)) for _, value in forms]
+        out.append(alike(req, _asks(a, singles, body), first, noise))
         out += _b_rules_paired(req, a, own, foreign.run_id, other, noise,
                                a.surface.lists(LIVE_SHADOW_SUITE))
         return out
@@ -371,21 +382,48 @@ class _Legs:
         own = _tenant(self.source.run_id)
         values = {"an unknown id": f"{own}/{UNKNOWN_OPAQUE}",
                   "tenant B's run": foreign.run_id}
+        waiting = self.foreign_waiting()
+        if waiting is not None:
+            values["tenant B's run still waiting"] = waiting
         times: dict[str, list[float]] = {label: [] for label in values}
         labels = list(values)
         for label in labels:  # one of each first, untimed: nothing cold is timed
-            a.create(eval_body(REPLAY, {"record": values[label]}))
-        for index in range(judges.LATENCY_SAMPLES):
-            for label in labels if index % 2 == 0 else labels[::-1]:
+            r = a.create(eval_body(REPLAY, {"record": values[label]}))
+            code = r.json.get("error") if isinstance(r.json, dict) else None
+            if r.status != 400 or code != "validation_error":  # named in a fixed order
+                return [*out, fail(req, f"{label}: answered {r.status} {code}, not the "
+                                   "refusal, so its latency is not a refusal's")]
+        # A fresh random order each round: a host whose answers vary with their order
+        # (replicas in turn) spreads that over every group alike.
+        rng = random.Random(nonce())
+        for _ in range(judges.LATENCY_SAMPLES):
+            for label in rng.sample(labels, len(labels)):
                 r, seconds = a.timed("POST", "/runs",
                                      eval_body(REPLAY, {"record": values[label]}))
-                if r.status != 400:
-                    return [*out, fail(req, f"{label}: answered {r.status}, not a refusal, "
-                                       "so its latency is not a refusal's")]
+                code = r.json.get("error") if isinstance(r.json, dict) else None
+                if r.status != 400 or code != "validation_error":
+                    return [*out, fail(req, f"{label}: answered {r.status} {code}, not the "
+                                       "refusal, so its latency is not a refusal's")]
                 times[label].append(seconds)
-        out.append(judges.latency_alike(req, (labels[0], times[labels[0]]),
-                                        (labels[1], times[labels[1]])))
+        alpha = judges.LATENCY_ALPHA / (len(labels) - 1)  # the row's rate stays under it
+        for label in labels[1:]:
+            out.append(judges.latency_alike(req, (labels[0], times[labels[0]]),
+                                            (label, times[label]), alpha))
         return out
+
+    def foreign_waiting(self) -> str | None:
+        """Tenant B's run that invoked the agent and waits for input, where the host lists
+        the workflow that makes one (None otherwise)."""
+        if not self.a.surface.lists(WAIT_INPUT):
+            return None
+        b = self.b()
+        r = b.workflow(WAIT_INPUT, {"agentId": RECORDER, "script": [
+            {"call": COUNTER_TOOL, "args": {"op": "read", "key": COUNTER_KEY}}]})
+        if r.status != 201 or not isinstance(r.json, dict):
+            return None
+        run_id = str(r.json["runId"])
+        b.events(run_id)
+        return run_id
 
     def fields(self) -> list[Finding]:
         req, a, source = FIELDS, self.a, self.source
@@ -420,17 +458,27 @@ def _on_the_stream(req: str, a: Session, run_id: str, mapping: dict[str, Any],
     return out
 
 
+def _asks(a: Session, cases: list[tuple[str, str]], body: Callable[[str], Any]
+          ) -> list[tuple[str, Callable[[], Response]]]:
+    """Each labelled value as a request that can be made again."""
+    def ask(value: str) -> Callable[[], Response]:
+        return lambda: a.create(body(value))
+    return [(label, ask(value)) for label, value in cases]
+
+
 def _b_rules_paired(req: str, a: Session, own: str, foreign: str, other: str,
                     noise: frozenset[str], live_shadow: bool) -> list[Finding]:
     """Check order is no oracle: a §B refusal answers the same whether the source it names
     is another tenant's existing run, another tenant's unminted id, or an unknown id."""
     out: list[Finding] = []
-    sources = (("an existing foreign source", foreign),
+    sources = [("an existing foreign source", foreign),
                ("an unminted foreign source", f"{other}/{UNKNOWN_OPAQUE}"),
-               ("an unknown source", f"{own}/{UNKNOWN_OPAQUE}"))
+               ("an unknown source", f"{own}/{UNKNOWN_OPAQUE}")]
     for index, (label, _) in enumerate(b_rule_cases("x", live_shadow)):
-        answers = [(f"{label} with {what}", a.create(b_rule_cases(value, live_shadow)[index][1]))
-                   for what, value in sources]
-        out += judges.refused(req, answers[0][1], answers[0][0])
-        out.append(judges.uniform(req, answers, exact=True, noise=noise))
+        def body(value: str, index: int = index) -> Any:
+            return b_rule_cases(value, live_shadow)[index][1]
+        cases = [(f"{label} with {what}", value) for what, value in sources]
+        first = [a.create(body(value)) for _, value in cases]
+        out += judges.refused(req, first[0], cases[0][0])
+        out.append(alike(req, _asks(a, cases, body), first, noise))
     return out
