@@ -12,6 +12,7 @@ that runs a run after answering, and the seams a host built elsewhere does not o
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 import random
 import threading
@@ -137,6 +138,28 @@ def _correlation_ids() -> Edge:
     return edge
 
 
+def _canary() -> Edge:
+    """A weighted round robin: every tenth answer comes from the canary replica."""
+    count = iter(range(1, 1 << 62))
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        served = "api-2" if next(count) % 10 == 0 else "api-1"
+        return attrs.evolve(response, headers={**response.headers, "X-Served-By": served})
+    return edge
+
+
+def _expires_now() -> Edge:
+    """Expires and Last-Modified are the moment of the answer, to the second (RFC 9111
+    §5.3), so they change now and then between two answers a millisecond apart."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        now = email.utils.formatdate(time.time(), usegmt=True)
+        return attrs.evolve(response, headers={**response.headers, "Expires": now,
+                                               "Last-Modified": now})
+    return edge
+
+
 # ----------------------------------------------------------------------------- names and ids
 
 
@@ -196,6 +219,19 @@ def _other_wording() -> Edge:
         return response
     return edge
 
+
+def _one_message() -> Edge:
+    """Every validation_error carries the same message, whatever was wrong (errors.md:
+    clients route on `error`, never `message`)."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        doc = response.json
+        if response.status == 400 and isinstance(doc, dict) and \
+                doc.get("error") == "validation_error":
+            return _json_answer(response, {"error": "validation_error",
+                                           "message": "The request is invalid."})
+        return response
+    return edge
 
 def _names_the_caller() -> Edge:
     """Refusals name the caller's own tenant (never the supplied id)."""
@@ -346,6 +382,19 @@ def _slow() -> Edge:
     return edge
 
 
+def _replicas() -> Edge:
+    """A round robin over four replicas, the last two 3 ms farther away: latency follows
+    the order of arrival, not what was asked."""
+    count = iter(range(1 << 62))
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if next(count) % 4 in (2, 3):
+            time.sleep(0.003)
+        return response
+    return edge
+
+
 # ----------------------------------------------------------------------------- what is offered
 
 
@@ -430,6 +479,13 @@ PASS_ZOO: tuple[Variant, ...] = (
     Variant("trace-headers",
             "W3C Trace Context and RFC 9110 §5.1: traceparent (which the v2 SDK reads) and "
             "Server-Timing differ on every answer", _with_edge(_trace_headers)),
+    Variant("canary-replica-header",
+            "RFC 9110 §5.1: a response may carry any extension field; X-Served-By names the "
+            "replica of a weighted round robin (every tenth answer the canary)",
+            _with_edge(_canary)),
+    Variant("expires-now",
+            "RFC 9111 §5.3 and RFC 9110 §8.8.2: Expires and Last-Modified are HTTP-dates, "
+            "to the second; here the moment of the answer", _with_edge(_expires_now)),
     Variant("correlation-id-in-errors",
             "errors.md: an error envelope may carry details, and details.correlationId is a "
             "non-empty string when present; RFC 0252 §C asks only the same status and code",
@@ -490,6 +546,10 @@ PASS_ZOO: tuple[Variant, ...] = (
             "caller's own tenant, which the caller knows",
             lambda seed, profile: _named_caller(seed, profile),
             diff="refusals name the caller's tenant"),
+    Variant("one-message-for-all",
+            "errors.md: clients route on `error`, never `message`; a host may word every "
+            "validation_error alike", _with_edge(_one_message),
+            diff="every validation_error reads 'The request is invalid.'"),
     Variant("pretty-json",
             "RFC 8259: whitespace between tokens is insignificant; members keep their order",
             _with_edge(_pretty_json)),
@@ -508,6 +568,10 @@ PASS_ZOO: tuple[Variant, ...] = (
     Variant("slow-answers",
             "HTTP sets no time for an answer; here each takes 0.5 to 3 ms longer, at random",
             _with_edge(_slow)),
+    Variant("round-robin-replicas",
+            "HTTP sets no time for an answer; RFC 0252 §C's SHOULD is on foreign against "
+            "unknown refusals: here every third and fourth answer, whatever it is, takes "
+            "3 ms longer", _with_edge(_replicas)),
     Variant("no-replay-family",
             "runs.md: forkRun is gated on the replay family; a gated operation not "
             "advertised answers 404", _with_edge(lambda: _seams(ALL_SEAMS, replay=False)),

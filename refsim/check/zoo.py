@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import json
 import time
+import uuid
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -516,13 +518,6 @@ def _first_source_only() -> Components:
     return Components(rules=_ResetsFirstSource(sources), sources=sources)
 
 
-class _LooksSourceUpFirst(RequestRules):
-    """Answers an unknown key with §C's uniform body, as if it had looked the source up."""
-
-    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
-        return UNUSABLE_SOURCE if super().keys(suite, fixture_runs) else None
-
-
 # ----------------------------------------------------------------------------- quiet violators
 # Each broke an RFC line yet passed every row and the machine, until the checker judged
 # the RFC rather than refsim; the kill matrix counts them, in process only where the wire
@@ -870,6 +865,203 @@ class _SlowerForeign(SourcePolicy):
         return found
 
 
+# ----------------------------------------------------------------------------- a second campaign
+# Found by a hostile review after the first round: each passed every row then.
+
+
+class _ForeignKindApart(SourcePolicy):
+    """Tells another tenant's run of one kind (`which`) from the rest of §C's reasons."""
+
+    def __init__(self, which: Callable[[RunRecord], bool]) -> None:
+        self.which = which
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        if found == FOREIGN:
+            rid = parse_bound(value)
+            assert rid is not None
+            if self.which(core.runs[rid]):
+                return FOREIGN_UNMINTED
+        return found
+
+
+class _ApartAs404(RequestRules):
+    def unusable_source(self, value: Any, kind: str) -> Refusal:
+        return not_found() if kind == FOREIGN_UNMINTED else super().unusable_source(value, kind)
+
+
+def _foreign_kind_404(which: Callable[[RunRecord], bool]) -> Callable[[], Components]:
+    return lambda: Components(sources=_ForeignKindApart(which), rules=_ApartAs404())
+
+
+class _CountsProbes(SourcePolicy):
+    """Counts how often each foreign id is asked for: from the tenth time, it is apart."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, int] = {}
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        if found == FOREIGN and isinstance(value, str):
+            self.asked[value] = self.asked.get(value, 0) + 1
+            if self.asked[value] >= 10:
+                return FOREIGN_UNMINTED
+        return found
+
+
+def _on_the_tenth(refusal: Refusal) -> Callable[[], Components]:
+    class Rules(RequestRules):
+        def unusable_source(self, value: Any, kind: str) -> Refusal:
+            return refusal if kind == FOREIGN_UNMINTED else super().unusable_source(value, kind)
+    return lambda: Components(sources=_CountsProbes(), rules=Rules())
+
+
+class _ForksMissLive(TaskPlanner):
+    """A fork of an eval run runs its task's misses against the live tools."""
+
+    def plan(self, core: HostCore, task: Task, modes: tuple[str, ...],
+             derived: tuple[FixtureEntry, ...] | None) -> TaskPlan:
+        plan = super().plan(core, task, modes, derived)
+        run = list(core.runs.values())[-1]  # the run being executed
+        if derived is not None and run.parent is not None:
+            return TaskPlan(plan.entries, "live")
+        return plan
+
+
+class _DerivesLastEight(Deriver):
+    def derive(self, core: HostView, source: RunRecord, agent_id: str
+               ) -> tuple[FixtureEntry, ...]:
+        return super().derive(core, source, agent_id)[-8:]
+
+
+def _loose(value: Any, fold: Callable[[Any], Any]) -> Any:
+    if isinstance(value, dict):
+        return {k: _loose(v, fold) for k, v in value.items() if fold(v) is not _DROPPED}
+    if isinstance(value, list):
+        return fold([_loose(v, fold) for v in value])
+    return fold(value)
+
+
+_DROPPED = object()
+
+
+class _LooseMatcher(FixtureMatcher):
+    """Matches args after `fold` makes both sides alike: not `argsMatch: exact`."""
+
+    fold: Callable[[Any], Any] = staticmethod(lambda v: v)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "entries", tuple(
+            e._replace(args=_loose(e.args, self.fold), key=None) if e.has_args else e
+            for e in self.entries))
+        super().__attrs_post_init__()
+
+    def select(self, tool: str, args: Any, key: str | None = None) -> FixtureEntry | None:
+        return super().select(tool, _loose(args, self.fold), None)
+
+
+def _loose_matcher(fold: Callable[[Any], Any]) -> Callable[[], Components]:
+    matcher = type("Loose", (_LooseMatcher,), {"fold": staticmethod(fold)})
+    return lambda: Components(planner=_MatcherPlanner(matcher))
+
+
+def _as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else value
+
+
+def _sorted_lists(value: Any) -> Any:
+    return sorted(value, key=canonical) if isinstance(value, list) else value
+
+
+def _folded_case(value: Any) -> Any:
+    return value.casefold() if isinstance(value, str) else value
+
+
+def _without_nulls(value: Any) -> Any:
+    return _DROPPED if value is None else value
+
+
+def _entries_packed(pack: Callable[[bytes], str]) -> Edge:
+    """GET /runs/{id} of an eval run carries its entries, packed, in a header."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if method != "GET" or response.status != 200 or not isinstance(response.json, dict) \
+                or "runId" not in response.json or "/events" in target:
+            return response
+        entries = _eval_entries(host, response.json.get("runId"))
+        if not entries:
+            return response
+        packed = pack(json.dumps(entries).encode())
+        return attrs.evolve(response, headers={**response.headers, "X-Trace": packed})
+    return edge
+
+
+class _SlowerForeignWaiting(SourcePolicy):
+    """5 ms slower to refuse another tenant's run that has not finished."""
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        if found == FOREIGN:
+            rid = parse_bound(value)
+            if rid is not None and not core.runs[rid].terminal:
+                time.sleep(0.005)
+        return found
+
+
+def _is_unusable(response: Response) -> bool:
+    return response.status == 400 and isinstance(response.json, dict) \
+        and response.json.get("message") == UNUSABLE_SOURCE.message
+
+
+def _keyed_accepts_waiting(host: SimHost, method: str, target: str, headers: dict[str, str],
+                           body: bytes | None, response: Response) -> Response:
+    """A create with an Idempotency-Key is taken down another path, which takes a source
+    that has not finished."""
+    if method != "POST" or target != "/runs" or not _is_unusable(response) \
+            or not any(k.lower() == "idempotency-key" for k in headers):
+        return response
+    core = host.core
+    saved = core.components
+    object.__setattr__(core, "components", attrs.evolve(saved, sources=_AcceptsNonTerminal()))
+    try:
+        return host.router.handle(method, target, headers, body)
+    finally:
+        object.__setattr__(core, "components", saved)
+
+
+def _id_in_request_id(pack: Callable[[str], str]) -> Edge:
+    """A refusal's X-Request-Id is random, and carries the supplied ids, packed."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if method != "POST" or target != "/runs" or not _is_unusable(response):
+            return response
+        _, doc = _caller_and_body(host, headers, body)
+        values = list((doc.get("fixtureRuns") or {}).values()) if isinstance(doc, dict) else []
+        tag = ".".join(pack(str(v)) for v in values)
+        return attrs.evolve(response, headers={
+            **response.headers, "X-Request-Id": f"{uuid.uuid4().hex[:12]}-{tag}"})
+    return edge
+
+
+def _longer_request_id(host: SimHost, method: str, target: str, headers: dict[str, str],
+                       body: bytes | None, response: Response) -> Response:
+    """A random X-Request-Id on every refusal, 16 hex characters long for another tenant's
+    run and 12 for any other reason."""
+    if method != "POST" or target != "/runs" or not _is_unusable(response):
+        return response
+    owner, doc = _caller_and_body(host, headers, body)
+    values = list((doc.get("fixtureRuns") or {}).values()) if isinstance(doc, dict) else []
+    runs = [host.core.runs.get(rid) for rid in map(parse_bound, values) if rid is not None]
+    foreign = owner is not None and any(r is not None and r.owner.tenant != owner.tenant
+                                        for r in runs)
+    return attrs.evolve(response, headers={
+        **response.headers, "X-Request-Id": uuid.uuid4().hex[:16 if foreign else 12]})
+
+
 def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
     return lambda: Components(**{name: make() for name, make in parts.items()})
 
@@ -970,8 +1162,6 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("first-conflict-only", "§B: every named task is checked for suite fixtures",
            _swap(rules=_FirstKeyOnlyConflicts)),
     Mutant("first-source-only", "§C: every named source is assessed", _first_source_only),
-    Mutant("looks-source-up-first", "§B: the request rules refuse before any source is "
-           "looked up", _swap(rules=_LooksSourceUpFirst)),
     # -- quiet violators: each passed every row and the machine before
     Mutant("check-order-oracle-live-shadow", "§C: a §B refusal (here live-shadow) must not "
            "say whether a named run exists", _swap(rules=_OrderOracleLiveShadow)),
@@ -1037,6 +1227,50 @@ ZOO: tuple[Mutant, ...] = (
            "(here a failed run is left behind)", edge=_leaves_a_run),
     Mutant("slower-for-foreign-runs", "Security (SHOULD): another tenant's run reads as no "
            "run, in time too (here 5 ms slower to refuse)", _swap(sources=_SlowerForeign)),
+    # -- a second campaign
+    Mutant("foreign-cancelled-refused-apart", "§C: another tenant's run is refused with the "
+           "same status and code, whatever it is (here 404 for a cancelled or failed one)",
+           _foreign_kind_404(lambda run: run.status in ("cancelled", "failed"))),
+    Mutant("foreign-without-agent-refused-apart", "§C: another tenant's run is refused with "
+           "the same status and code (here 404 for one that never invoked the agent)",
+           _foreign_kind_404(lambda run: not run.invoked_agents)),
+    Mutant("code-changes-on-retry", "§C: the same status and code, however often asked "
+           "(here another code from the tenth time another tenant's run is named)",
+           _on_the_tenth(Refusal(400, "idempotency_key_invalid", "too many attempts"))),
+    Mutant("rewords-on-retry", "Security (refsim's SHOULD reading): the same whole answer, "
+           "however often asked (here reworded from the tenth time)",
+           _on_the_tenth(validation(UNUSABLE_SOURCE.message + "."))),
+    Mutant("branch-misses-live", "§D/Security: a fork runs fail-closed too (here its misses "
+           "reach the live tools)", _swap(planner=_ForksMissLive)),
+    Mutant("derives-last-eight-calls", "§D: each call yields one entry (here the last eight)",
+           _swap(deriver=_DerivesLastEight)),
+    Mutant("matches-numbers-as-text", "§D/UQ2: argsMatch exact (here 5 matches \"5\")",
+           _loose_matcher(_as_text)),
+    Mutant("matches-lists-in-any-order", "§D/UQ2: argsMatch exact (here lists in any order)",
+           _loose_matcher(_sorted_lists)),
+    Mutant("matches-in-any-case", "§D/UQ2: argsMatch exact (here strings case-folded)",
+           _loose_matcher(_folded_case)),
+    Mutant("matches-without-nulls", "§D/UQ2: argsMatch exact (here null members dropped)",
+           _loose_matcher(_without_nulls)),
+    Mutant("entries-in-hex-header", "§D: derived entries are never on the wire (here hex in "
+           "a header)", edge=_entries_packed(lambda b: b.hex())),
+    Mutant("entries-compressed-in-header", "§D: derived entries are never on the wire (here "
+           "zlib, then base64, in a header)",
+           edge=_entries_packed(lambda b: base64.b64encode(zlib.compress(b)).decode())),
+    Mutant("slower-for-foreign-waiting-runs", "Security (SHOULD): another tenant's run reads "
+           "as no run, in time too (here 5 ms slower for one not finished)",
+           _swap(sources=_SlowerForeignWaiting)),
+    Mutant("accepts-with-idempotency-key", "§C: a usable source is terminal (here a waiting "
+           "one is taken when the create carries an Idempotency-Key)",
+           edge=_keyed_accepts_waiting),
+    Mutant("echoes-id-base64-in-header", "§C: the refusal MUST NOT echo the supplied id "
+           "(here base64 in a random request id)", edge=_id_in_request_id(
+               lambda v: base64.urlsafe_b64encode(v.encode()).decode().rstrip("="))),
+    Mutant("echoes-id-hex-in-header", "§C: the refusal MUST NOT echo the supplied id (here "
+           "hex in a random request id)", edge=_id_in_request_id(lambda v: v.encode().hex())),
+    Mutant("longer-request-id-for-foreign", "Security (refsim's SHOULD reading): nothing on "
+           "the answer tells another tenant's run from no run (here a random request id, "
+           "longer for it)", edge=_longer_request_id),
 )
 
 
