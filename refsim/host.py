@@ -78,6 +78,9 @@ class SimHost:
                     body: bytes | None = None) -> Response:
         """The byte-level entry the HTTP server uses. The answer is a copy: a caller that
         edits it changes nothing inside the host."""
+        before = getattr(self.edge, "before", None)
+        if before is not None:  # an edge that decides what reaches the host
+            body = before(self, method, path, headers or {}, body)
         response = self.router.handle(method, path, headers, body)
         if self.edge is not None:
             response = self.edge(self, method, path, headers or {}, body, response)

@@ -557,3 +557,14 @@ def test_the_serving_loop_raises_uvicorns_error_and_leaves_no_task_behind(
                 and not t.done()}
 
     assert asyncio.run(cancelled()) == set()
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+def test_parse_sse_reads_every_line_ending_a_bom_and_comments(end: str) -> None:
+    """As the WHATWG event-stream parser: CRLF, LF or a lone CR ends a line; one leading BOM
+    and comment lines are not part of any event; data lines join with a newline."""
+    text = end.join(["\ufeffretry: 3000", ": ping", "id: 7", "event: eval.started",
+                     'data: {"a":', "data: 1}", "", "data: two", "", ""])
+    frames = parse_sse(text)
+    assert [(f.id, f.event, f.data) for f in frames] == [
+        ("7", "eval.started", '{"a":\n1}'), (None, "message", "two")]

@@ -884,6 +884,21 @@ class _RowRun:
             return ref
         return suite
 
+    def _settle(self, args: Mapping[str, Any]) -> None:
+        """A host may answer a create (or a cancel, a resolve) before the run has
+        finished, and a source still running is rightly refused (§C): each captured run a
+        request names as a source is read by its owner until it settles (terminal, or
+        waiting for someone) first."""
+        named = list((args.get("fixture_runs") or {}).values()) \
+            if isinstance(args.get("fixture_runs"), dict) else []
+        extra = args.get("extra")
+        if isinstance(extra, dict):
+            named.append(extra.get("baselineRunId"))
+        by_id = {run_id: name for name, run_id in self.runs.items()}
+        for value in named:
+            if isinstance(value, str) and value in by_id:
+                self.session(self.owners.get(by_id[value], "acme")).events(value)
+
     def perform(self, action: Action, args: dict[str, Any] | None = None) -> Response:
         kind = action.kind
         session = self.session(action.tenant)
@@ -892,6 +907,8 @@ class _RowRun:
         if args is None:
             args = self.subst(dict(action.args))
         self.last_args = args
+        if kind in ("create_eval", "create_workflow"):
+            self._settle(args)
         if kind == "create_eval":
             body = eval_body(self.suite_ref(action.tenant, args["suite"]),
                              args.get("fixture_runs"), agent_id=args.get("agent", RECORDER))

@@ -276,6 +276,91 @@ def _pretty_json() -> Edge:
     return edge
 
 
+def _sse_rewrite(text: str, data: Callable[[Any], Any], end: str = "\n",
+                 preamble: str = "") -> str:
+    """An event stream with each data line's JSON rewritten and every line ended by `end`."""
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith("data: "):
+            try:
+                line = "data: " + json.dumps(data(json.loads(line[6:])))
+            except ValueError:
+                pass
+        lines.append(line)
+    return preamble + end.join(lines)
+
+
+def _rewritten(response: Response, change: Callable[[Any], Any]) -> Response:
+    """A JSON answer or an event stream with every document passed through `change`."""
+    if response.text is not None and \
+            (response.header("Content-Type") or "").startswith("text/event-stream"):
+        return attrs.evolve(response, text=_sse_rewrite(response.text, change))
+    if response.json is None or response.text is not None:
+        return response
+    return _json_answer(response, change(response.json))
+
+
+def _shuffled_members() -> Edge:
+    """Every JSON object, at every depth, of every answer (the event stream's too), in a
+    fresh random member order."""
+    rng = random.Random()
+
+    def shuffle(doc: Any) -> Any:
+        if isinstance(doc, dict):
+            keys = list(doc)
+            rng.shuffle(keys)
+            return {k: shuffle(doc[k]) for k in keys}
+        if isinstance(doc, list):
+            return [shuffle(v) for v in doc]
+        return doc
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        return _rewritten(response, shuffle)
+    return edge
+
+
+def _vendor_members() -> Edge:
+    """Each event's payload carries a vendor member (`x-host`, naming the tool on tool
+    events) and each run resource an engine version, on the poll and the stream."""
+    def with_vendor(event: Any) -> Any:
+        if not isinstance(event, dict) or not isinstance(event.get("payload"), dict):
+            return event
+        payload = dict(event["payload"])
+        vendor: dict[str, Any] = {"region": "eu-west", "shard": 3}
+        if isinstance(payload.get("toolName"), str):
+            vendor["tool"] = payload["toolName"]
+        payload["x-host"] = vendor
+        return {**event, "payload": payload}
+
+    def change(doc: Any) -> Any:
+        if isinstance(doc, dict) and isinstance(doc.get("events"), list):
+            return {**doc, "events": [with_vendor(e) for e in doc["events"]]}
+        if isinstance(doc, dict) and "type" in doc and "payload" in doc:
+            return with_vendor(doc)
+        if isinstance(doc, dict) and "runId" in doc and "status" in doc:
+            return {**doc, "engineVersion": "7.4.1"}
+        return doc
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        return _rewritten(response, change)
+    return edge
+
+
+def _sse_bare_cr() -> Edge:
+    """The event stream begins with a byte-order mark and a `retry:` line, carries a
+    `: ping` comment, and ends every line with a lone CR."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if response.text is None or \
+                not (response.header("Content-Type") or "").startswith("text/event-stream"):
+            return response
+        return attrs.evolve(response, text=_sse_rewrite(
+            response.text, lambda d: d, "\r", "\ufeffretry: 3000\r: ping\r\r"))
+    return edge
+
+
 def _small_pages() -> Edge:
     """An events poll page holds at most two events, whatever `limit` asks (a host may
     page as it likes: the cursor is lastSequence, isTerminal only on the last page)."""
@@ -319,11 +404,39 @@ def _extra_events(seed: int, profile: HostProfile) -> SimHost:
 
 class _Later:
     """A host that runs a run after answering its create: each run shows its events a
-    few at a time (none on the first read), and reads as running until all are shown."""
+    few at a time (none on the first read), and reads as running until all are shown.
+    Consistently so: a run still running is no usable source (§C), so an eval naming one
+    (fixtureRuns, baselineRunId) is refused as an id no host minted is."""
 
     def __init__(self) -> None:
         self.shown: dict[str, int] = {}
         self.lock = threading.Lock()
+
+    def before(self, host: SimHost, method: str, target: str, headers: dict[str, str],
+               body: bytes | None) -> bytes | None:
+        if method != "POST" or target.split("?", 1)[0] != "/runs" or body is None:
+            return body
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return body
+        if not isinstance(doc, dict):
+            return body
+
+        def settled(value: Any) -> Any:
+            if not isinstance(value, str) or value not in self.shown:
+                return value
+            run = host.core.runs.get(parse_bound(value))  # type: ignore[arg-type]
+            with self.lock:
+                done = run is None or self.shown[value] >= len(run.events)
+            bound = parse_bound(value)
+            return value if done or bound is None else f"{bound.tenant}/{_NEVER_MINTED}"
+        changed = dict(doc)
+        if isinstance(doc.get("fixtureRuns"), dict):
+            changed["fixtureRuns"] = {k: settled(v) for k, v in doc["fixtureRuns"].items()}
+        if "baselineRunId" in doc:
+            changed["baselineRunId"] = settled(doc["baselineRunId"])
+        return body if changed == doc else json.dumps(changed).encode("utf-8")
 
     def __call__(self, host: SimHost, method: str, target: str, headers: dict[str, str],
                  body: bytes | None, response: Response) -> Response:
@@ -358,6 +471,9 @@ class _Later:
         if isinstance(doc, dict) and "status" in doc and "runId" in doc:
             return _json_answer(response, {**doc, "status": "running"})
         return response
+
+
+_NEVER_MINTED = "never-minted-0000000000000000"
 
 
 def _run_of(target: str) -> str | None:
@@ -553,6 +669,18 @@ PASS_ZOO: tuple[Variant, ...] = (
     Variant("pretty-json",
             "RFC 8259: whitespace between tokens is insignificant; members keep their order",
             _with_edge(_pretty_json)),
+    Variant("shuffled-members",
+            "RFC 8259 §4: an object is an unordered collection of members; the echo is the "
+            "accepted map, not its member order", _with_edge(_shuffled_members)),
+    Variant("vendor-members",
+            "run-event.schema.json: payloads admit vendor members (x-*); a run resource may "
+            "carry more than the schema names (clients ignore what they do not know)",
+            _with_edge(_vendor_members),
+            diff="events carry an x-host member and runs an engineVersion"),
+    Variant("sse-bare-cr",
+            "HTML (WHATWG) §9.2.6 event-stream parsing: a line ends at CRLF, LF or a lone CR; one "
+            "leading BOM is dropped; comments and retry: are not events",
+            _with_edge(_sse_bare_cr)),
     Variant("small-poll-pages",
             "runs.md: pollRunEvents pages by afterSequence and lastSequence; a host may "
             "return fewer events than `limit` asks", _with_edge(_small_pages),

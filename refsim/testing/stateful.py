@@ -637,6 +637,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if caller != source.tenant:
             self._count("cross-tenant")
         before = dict(self.sim.core.resolutions) if self.sim else {}
+        # A host may answer before a run has finished, and a source still running is
+        # rightly refused (§C): its owner reads it until it settles before it is named.
+        self._session(source.tenant).events(source_id)
         r = self._checked(caller, self._session(caller).create(body))
         if usable is None:
             kind = self.model.unusable_kind(caller, source_id, lane)

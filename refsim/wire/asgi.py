@@ -83,12 +83,17 @@ class SseFrame:
         return _json.loads(self.data)
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def parse_sse(text: str) -> list[SseFrame]:
-    """Split a `text/event-stream` body into frames; comments and empty frames drop out."""
+    """Split a `text/event-stream` body into frames; comments and empty frames drop out.
+    As the WHATWG event-stream parser reads it: a line ends at CRLF, LF or a lone CR, and
+    one leading byte-order mark is not part of the stream."""
     frames: list[SseFrame] = []
     event_id: str | None = None
     event, data = "message", list[str]()
-    for line in [*text.replace("\r\n", "\n").split("\n"), ""]:
+    for line in [*_LINE_END.split(text.removeprefix("\ufeff")), ""]:
         if line == "":
             if data:
                 frames.append(SseFrame(event_id, event, "\n".join(data)))
