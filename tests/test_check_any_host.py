@@ -28,7 +28,6 @@ BLIND_SPOTS = [
     ("foreign-source-header", "refsim.requirement.0252.source-uniform-body"),
     ("derived-in-snapshot", "refsim.requirement.0252.derived-never-on-wire"),
     ("partial-echo", "refsim.requirement.0252.no-echo"),
-    ("sorts-echo", "refsim.requirement.0252.echo-verbatim"),
 ]
 
 

@@ -124,7 +124,7 @@ def test_every_judge_has_a_pass_and_a_fail_test() -> None:
 def test_the_judge_list_is_what_this_file_expects() -> None:
     assert _judge_names() == sorted([
         "absent", "content_free", "copies_gone", "counter_delta", "counter_moved",
-        "counter_unchanged", "created", "echo", "envelope", "eval_order",
+        "counter_unchanged", "created", "echo", "envelope", "eval_events_alike", "eval_order",
         "facet_implies_matching", "indistinguishable", "latency_alike", "miss_count",
         "no_content_in", "no_derived_entries", "no_echo", "no_entries_on_wire",
         "no_new_runs", "no_recorded_content", "no_reresolution", "no_secret_in",
@@ -642,11 +642,40 @@ def test_no_echo_passes_on_packed_text_without_the_id() -> None:
     assert judges.no_echo(REQ, resp(400, REFUSAL, {"X-Trace-State": other}), [SOURCE_ID],
                           "header").ok
 
-def test_echo_fails_on_a_reordered_map() -> None:
+def test_echo_passes_a_map_in_another_member_order() -> None:
+    """A JSON object is unordered (RFC 8259 §4): the echo is the map, not its order."""
     want = {"beta": SOURCE_ID, "alpha": FOREIGN_ID}
-    log = eval_log(dict(sorted(want.items())))
-    found = judges.echo(REQ, log, want)
-    assert not found.ok and "another order" in found.message
+    assert judges.echo(REQ, eval_log(dict(sorted(want.items()))), want).ok
+    assert not judges.echo(REQ, eval_log({"alpha": SOURCE_ID, "beta": FOREIGN_ID}), want).ok
+
+
+@pytest.mark.parametrize("start", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("alphabet", ["b32", "b32-lower", "b32hex"])
+def test_no_echo_fails_on_the_id_in_base32_after_a_salt(alphabet: str, start: int) -> None:
+    import base64
+    raw = bytes(range(7, 7 + start)) + f"|{SOURCE_ID}|".encode()
+    packed = {"b32": base64.b32encode(raw).decode(), "b32hex": base64.b32hexencode(raw).decode(),
+              "b32-lower": base64.b32encode(raw).decode().lower()}[alphabet]
+    cookie = resp(400, REFUSAL, {"Set-Cookie": f"sid={packed.rstrip('=')}; Path=/"})
+    found = judges.no_echo(REQ, cookie, [SOURCE_ID], "cookie")
+    assert not found.ok and "echoes the supplied id" in found.message
+    other = base64.b32encode(bytes(range(7, 7 + start)) + b"|initech/zz9yy8xx7ww6vv5u|").decode()
+    assert judges.no_echo(REQ, resp(400, REFUSAL, {"Set-Cookie": f"sid={other}"}),
+                          [SOURCE_ID], "cookie").ok
+
+
+def test_eval_events_alike_passes() -> None:
+    log = eval_log({"record": SOURCE_ID})
+    stream = [*log, ev(len(log), "vendor.heartbeat")]
+    assert judges.eval_events_alike(REQ, log, stream).ok
+
+
+def test_eval_events_alike_fails() -> None:
+    log = [ev(0, "eval.scored", taskId="record", fixtureMissCount=1, passed=False)]
+    hidden = [ev(0, "eval.scored", taskId="record", fixtureMissCount=0, passed=True)]
+    found = judges.eval_events_alike(REQ, log, hidden)
+    assert not found.ok and "different eval events" in found.message
+    assert not judges.eval_events_alike(REQ, log, []).ok
 
 
 def test_nothing_minted_passes() -> None:
@@ -699,6 +728,12 @@ def test_no_recorded_content_fails_when_nothing_can_be_looked_for() -> None:
 
 def test_no_derived_entries_passes() -> None:
     assert judges.no_derived_entries(REQ, '{"runId": "x"}', "snapshot").ok
+
+
+def test_no_derived_entries_passes_a_vendor_member_naming_a_tool() -> None:
+    """A bare `tool` member is no entry (a vendor member may name one)."""
+    text = '{"payload": {"toolName": "c", "x-host": {"tool": "c"}}}'
+    assert judges.no_derived_entries(REQ, text, "poll").ok
 
 
 def test_no_derived_entries_fails() -> None:
@@ -948,6 +983,20 @@ def test_no_entries_on_wire_fails_entries_packed_in_a_header(pack: str) -> None:
     assert failed(judges.no_entries_on_wire(REQ, [("header", header)], _CALLS, _CALLS))
     plain = resp(200, {"runId": SOURCE_ID}, {"X-Fixtures": raw.hex()[:40]})
     assert ok_all(judges.no_entries_on_wire(REQ, [("header", plain)], _CALLS, _CALLS))
+
+def test_no_entries_on_wire_fails_entries_in_an_event_stream_comment_or_after_words() -> None:
+    import json as _json
+    entries = _json.dumps([{"name": COUNTER, "input": READ[0], "result": READ[1]}])
+    frame = "id: 1\nevent: eval.started\ndata: {\"type\": \"eval.started\"}\n\n"
+    sse = {"Content-Type": "text/event-stream"}
+    for body in (f": served {entries}\n\n{frame}", f"{frame}event: x\rid: {entries}\r\r"):
+        stream = resp(200, None, sse, text=body)
+        assert failed(judges.no_entries_on_wire(REQ, [("stream", stream)], _CALLS, _CALLS))
+    clean = resp(200, None, sse, text=": ping\n\n" + frame)
+    assert ok_all(judges.no_entries_on_wire(REQ, [("stream", clean)], _CALLS, _CALLS))
+    worded = {"runId": SOURCE_ID, "note": f"served from cache {entries} at boot"}
+    assert failed(judges.no_entries_on_wire(REQ, [("note", worded)], _CALLS, _CALLS))
+
 
 def test_no_entries_on_wire_fails_a_call_the_run_never_made() -> None:
     answer = {"key": "recorded-fixtures", "count": 7}

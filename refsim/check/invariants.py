@@ -503,6 +503,16 @@ def check_foreign_actions(probe: Probe) -> list[Finding]:
     if a.surface.offers(SEAM_ERASE):
         tries.append(("its erasure (the erase seam)", "POST",
                       "/conformance/seams" + run_path(rid, ":erase"), NO_BODY))
+    # The same reads under every other spelling of the id the host takes from its owner
+    # (a percent-encoded slash): an owner check must not hang on one spelling.
+    for spelling in (rid.replace("/", "%2F"), rid.replace("/", "%2f")):
+        if a.request("GET", "/runs/" + spelling).status != 200:
+            continue
+        tries += [(f"{what} (the id spelt {spelling})", "GET", "/runs/" + spelling + suffix,
+                   NO_BODY) for what, suffix in (
+                       ("its snapshot", ""), ("its events, polled",
+                                              "/events/poll?afterSequence=-1"),
+                       ("its EvalSummary", "/eval-summary"))]
     opaque = rid.split("/", 1)[-1]
     for what, method, path, body in tries:
         r = b.request(method, path, json=body)

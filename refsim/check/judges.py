@@ -6,6 +6,7 @@ Each judge exists for one defect, and tests/test_judges.py shows it failing on i
 from __future__ import annotations
 
 import base64
+import collections
 import functools
 import json
 import math
@@ -50,8 +51,9 @@ def id_forms(value: str) -> frozenset[str]:
 @functools.lru_cache(maxsize=4096)
 def encoded_forms(value: str) -> frozenset[str]:
     """The supplied id packed the ways a host could hide it: base64 (standard and URL-safe,
-    from each of the three byte alignments, so that any stretch of the id shows) and hex
-    (either case). Their runs of ECHO_WINDOW characters count as an echo too."""
+    from each of the three byte alignments, so that any stretch of the id shows), base32
+    (both alphabets, either case, from each of the five alignments) and hex (either case).
+    Their runs of ECHO_WINDOW characters count as an echo too."""
     raw = value.encode("utf-8")
     forms: set[str] = set()
     for start in range(3):
@@ -59,6 +61,12 @@ def encoded_forms(value: str) -> frozenset[str]:
         if len(chunk) >= 6:
             forms.add(base64.b64encode(chunk).decode("ascii").rstrip("="))
             forms.add(base64.urlsafe_b64encode(chunk).decode("ascii").rstrip("="))
+    for start in range(5):  # base32, standard and extended-hex alphabets, either case
+        chunk = raw[start:]
+        if len(chunk) >= 10:
+            for coded in (base64.b32encode(chunk), base64.b32hexencode(chunk)):
+                text = coded.decode("ascii").rstrip("=")
+                forms |= {text, text.lower()}
     forms |= {raw.hex(), raw.hex().upper()}
     return frozenset(f for f in forms if len(f) >= ECHO_WINDOW)
 
@@ -412,12 +420,11 @@ def echo(req: str, events: Sequence[Mapping[str, Any]], expected: Mapping[str, A
         return fail(req, "eval.started carries no fixtureRuns although the request did"
                     + ("" if isinstance(started[0].get("payload"), dict)
                        else " (its payload is not an object)"), {"expected": want, "got": got})
-    same = isinstance(got, dict) and list(got.items()) == list(want.items())
-    reordered = not same and isinstance(got, dict) and canonical(got) == canonical(want)
-    return check(req, same, "eval.started.fixtureRuns echoes the accepted map verbatim, in "
-                 "request order" if same else "eval.started.fixtureRuns has the accepted "
-                 "entries in another order (verbatim means request order)" if reordered
-                 else "eval.started.fixtureRuns differs from the accepted map",
+    # Verbatim is the map's value: the same members, the same values. A JSON object is
+    # unordered (RFC 8259 §4), so member order is no part of it.
+    same = isinstance(got, dict) and canonical(got) == canonical(want)
+    return check(req, same, "eval.started.fixtureRuns echoes the accepted map verbatim"
+                 if same else "eval.started.fixtureRuns differs from the accepted map",
                  {"expected": want, "got": got})
 
 
@@ -482,6 +489,26 @@ def scored(events: Sequence[Mapping[str, Any]], task_id: str) -> Mapping[str, An
     found = [_payload(e) for e in of_type(events, "eval.scored")
              if _payload(e).get("taskId") == task_id]
     return found[0] if len(found) == 1 else None
+
+
+def eval_events_alike(req: str, poll: Sequence[Mapping[str, Any]],
+                      stream: Sequence[Mapping[str, Any]]) -> Finding:
+    """Every channel the host offers shows the same eval: the eval.* events of a run's SSE
+    stream are those of its poll, type and payload (the echo, each task's
+    fixtureMissCount and passed), as many of each. Other events are left alone: a host may
+    interleave what it likes."""
+    def evals(events: Sequence[Mapping[str, Any]]) -> collections.Counter[str]:
+        return collections.Counter(
+            canonical([e.get("type"), _payload(e)]) for e in events
+            if isinstance(e.get("type"), str) and str(e.get("type")).startswith("eval."))
+    polled, streamed = evals(poll), evals(stream)
+    missing = sorted((polled - streamed).elements())
+    extra = sorted((streamed - polled).elements())
+    return check(req, not missing and not extra,
+                 f"the event stream shows the poll's {sum(polled.values())} eval events"
+                 if not missing and not extra else "the event stream and the poll show "
+                 f"different eval events: only polled {missing[:2]}, only streamed {extra[:2]}",
+                 {"onlyPolled": missing, "onlyStreamed": extra})
 
 
 def miss_count(req: str, events: Sequence[Mapping[str, Any]], summary: Any, task_id: str,
@@ -628,11 +655,14 @@ def _obs(response: Response) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- content
 
 
-_DERIVED_KEY_RE = re.compile(r'"(toolResponses|argsMatch|tool)"\s*:')
+_DERIVED_KEY_RE = re.compile(r'"(toolResponses|argsMatch)"\s*:')
 
 
 def no_derived_entries(req: str, text: str, what: str) -> Finding:
-    """§D: wire text carries no derived entry list and no derived entry (by key name)."""
+    """§D: wire text carries no derived entry list (by the eval suite's own member names,
+    `toolResponses` and an entry's `argsMatch`). A bare `tool` member proves nothing (a
+    vendor member may name a tool); entries under any names are found by content
+    (`no_entries_on_wire`)."""
     found = sorted(set(_DERIVED_KEY_RE.findall(text)))
     return check(req, not found, f"{what}: no derived entry or entry list" if not found
                  else f"{what}: carries derived-entry keys {found}", {"keys": found})
@@ -667,16 +697,34 @@ def _parsed(doc: Any) -> Any:
     if isinstance(doc, Response):
         if doc.json is not None:
             return doc.json
-        text = doc.body.decode("utf-8", "replace")
+        from refsim.wire.asgi import parse_sse
         values = []
-        for line in text.splitlines():  # an event stream: each data line is JSON
-            if line.startswith("data:"):
-                try:
-                    values.append(json.loads(line[5:]))
-                except ValueError:
-                    continue
+        for frame in parse_sse(doc.body.decode("utf-8", "replace")):  # an event stream
+            try:
+                values.append(json.loads(frame.data))
+            except ValueError:
+                continue
         return values
     return doc
+
+
+def _other_lines(doc: Response) -> list[str]:
+    """What a text body (an event stream, plain text) says outside JSON data lines: each
+    other line's value (a comment, an `id:` or `event:` field, a line of text), to be read
+    for content like any string."""
+    if doc.json is not None:
+        return []
+    out = []
+    for line in re.split(r"\r\n|\r|\n", doc.body.decode("utf-8", "replace")):
+        if line.startswith("data:"):
+            try:
+                json.loads(line[5:])
+                continue
+            except ValueError:
+                pass
+        field, colon, value = line.partition(":")
+        out.append(value.strip() if colon and len(field) < 16 else line.strip())
+    return [line for line in out if line]
 
 
 def no_recorded_content(req: str, documents: Sequence[tuple[str, Any]],
@@ -775,12 +823,25 @@ def _unpack_text(text: str) -> Any:
 
 
 def _json_text(text: str) -> Any:
-    if not text or text[0] not in "[{":
+    """A JSON document that is the text, or that the text carries after some words (the
+    first object or array from which a whole document reads); None otherwise."""
+    if not text:
         return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    if text[0] in "[{":
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    decoder = json.JSONDecoder()
+    for opener in "{[":
+        at = text.find(opener, 1)
+        if at < 0:
+            continue
+        try:
+            return decoder.raw_decode(text, at)[0]
+        except (ValueError, RecursionError):
+            continue
+    return None
 
 
 def _readable(doc: Any) -> list[Any]:
@@ -788,7 +849,7 @@ def _readable(doc: Any) -> list[Any]:
     or text) and every header value."""
     if not isinstance(doc, Response):
         return [doc]
-    return [_parsed(doc), *doc.headers.values()]
+    return [_parsed(doc), *_other_lines(doc), *doc.headers.values()]
 
 
 def no_entries_on_wire(req: str, documents: Sequence[tuple[str, Any]],

@@ -58,6 +58,11 @@ UNDECODABLE = ("not a run id", "short/run", "~2F", "%2Fx", "a/b/c-00000000000000
 # B's run is asked for again (plain and under an Idempotency-Key) before the refusal
 # counts as one that a retry cannot change.
 BODY_SAMPLES = 4
+# Request headers a client may send that negotiate the answer's form, not its meaning.
+REQUEST_VARIANTS: tuple[dict[str, str], ...] = (
+    {"Accept": "application/problem+json"}, {"Accept": "application/json"},
+    {"Accept": "*/*", "Accept-Language": "fr-CA, en;q=0.5"},
+    {"Content-Type": "application/json; charset=utf-8"}, {"Prefer": "return=minimal"})
 RETRIES = 12
 WAIT_INPUT = "conformance-wait-input"
 NOOP = "conformance-noop"
@@ -260,7 +265,8 @@ class _Legs:
         out.append(judges.counter_unchanged(req, replay.counter_before, replay.counter_after,
                                             "the replay"))
         if replay.run_id is not None:
-            out += _on_the_stream(req, a, replay.run_id, mapping, source.events)
+            out += _on_the_stream(req, a, replay.run_id, mapping, source.events,
+                                  replay.events)
         return out
 
     def drifted(self) -> list[Finding]:
@@ -275,6 +281,10 @@ class _Legs:
         out += judges.eval_order(req, drift.events)
         out += judges.miss_count(req, drift.events, drift.summary, "record", 1)
         out += judges.passed_is(req, drift.events, drift.summary, "record", False)
+        if drift.run_id is not None:  # the miss shows on every channel the host offers
+            stream = a.stream(drift.run_id)
+            if stream is not None:
+                out.append(judges.eval_events_alike(req, drift.events, stream))
         out.append(judges.counter_unchanged(req, before, a.require_counter(),
                                             "the drifted replay"))
         # The drifted inc names another key: judged as a change across the drift, so a
@@ -343,6 +353,17 @@ class _Legs:
             refusals = [("tenant B's run", r_foreign)] + [
                 (label, a.create(body(value))) for label, value in forms[:2]]
             out.append(judges.uniform(req, refusals, exact=False))
+            # Whatever the request's negotiable headers say, tenant B's run and an unknown
+            # id get the same status and code (not necessarily 400: a host may refuse a
+            # media type it does not serve, alike for both).
+            unknown_value = forms[0][1]
+            for variant in REQUEST_VARIANTS:
+                said = ", ".join(f"{k}: {v}" for k, v in variant.items())
+                out.append(judges.uniform(req, [
+                    (f"tenant B's run ({said})",
+                     a.request("POST", "/runs", body(foreign.run_id), variant)),
+                    (f"an unknown id ({said})",
+                     a.request("POST", "/runs", body(unknown_value), variant))], exact=False))
             # A retry cannot change the refusal: asked again and again, plain and under one
             # Idempotency-Key (a cache or a counter must not turn it into an answer).
             key = {"Idempotency-Key": f"refsim-retry-{nonce()}"}
@@ -445,13 +466,14 @@ class _Legs:
 
 
 def _on_the_stream(req: str, a: Session, run_id: str, mapping: dict[str, Any],
-                   source_events: list[dict[str, Any]]) -> list[Finding]:
+                   source_events: list[dict[str, Any]], polled: list[dict[str, Any]]
+                   ) -> list[Finding]:
     """The echo and the recorded answers hold on every channel the host offers: the SSE
     stream of the replay shows what its poll shows."""
     stream = a.stream(run_id)
     if stream is None:
         return []
-    out = [judges.echo(req, stream, mapping)]
+    out = [judges.echo(req, stream, mapping), judges.eval_events_alike(req, polled, stream)]
     if judges.outcomes_on_wire(source_events, RECORDER):
         out += [attrs.evolve(f, message="on the event stream: " + f.message)
                 for f in judges.outcomes_equal(req, source_events, stream, RECORDER)]

@@ -13,6 +13,7 @@ import uuid
 import zlib
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 import attrs
 
@@ -57,6 +58,7 @@ from refsim.domain.view import HostView
 from refsim.host import Edge, SimHost
 from refsim.wire.commands import create_command
 from refsim.wire.response import Response
+from refsim.wire.router import refusal_response
 
 
 @attrs.frozen
@@ -350,14 +352,6 @@ class _PartialEcho(RequestRules):
         text = str(value)
         return validation("fixtureRuns names a source run that cannot be used: "
                           f"{text[:max(0, len(text) - 3)]}...")
-
-
-class _SortsEcho(Echo):
-    """Echoes the accepted map with its keys sorted, not in request order."""
-
-    def eval_started(self, payload: dict[str, Any], fixture_runs: dict[str, Any] | None) -> None:
-        if fixture_runs is not None:
-            payload["fixtureRuns"] = dict(sorted(fixture_runs.items()))
 
 
 # ----------------------------------------------------------------------------- from the tests
@@ -1047,6 +1041,93 @@ def _id_in_request_id(pack: Callable[[str], str]) -> Edge:
     return edge
 
 
+def _id_in_cookie(host: SimHost, method: str, target: str, headers: dict[str, str],
+                  body: bytes | None, response: Response) -> Response:
+    """A refusal sets a session cookie: a random salt and the supplied ids, in base32,
+    padded to one length (it reads as a token, different every time)."""
+    if method != "POST" or target != "/runs" or not _is_unusable(response):
+        return response
+    _, doc = _caller_and_body(host, headers, body)
+    values = list((doc.get("fixtureRuns") or {}).values()) if isinstance(doc, dict) else []
+    packed = base64.b32encode(uuid.uuid4().bytes[:7] + "|".join(map(str, values)).encode())
+    token = packed.decode().rstrip("=").ljust(120, "A")[:120]
+    return attrs.evolve(response, headers={**response.headers,
+                                           "Set-Cookie": f"sid={token}; Path=/; HttpOnly"})
+
+
+def _entries_in_stream_comment(host: SimHost, method: str, target: str,
+                               headers: dict[str, str], body: bytes | None,
+                               response: Response) -> Response:
+    """The SSE stream of an eval run served recorded fixtures opens with a comment line
+    that carries its derived entries (no client's event parser sees a comment)."""
+    if method != "GET" or not target.split("?", 1)[0].endswith("/events") \
+            or response.status != 200 or response.text is None:
+        return response
+    run_id = _run_id_of(target)
+    entries = _eval_entries(host, run_id) if run_id is not None else []
+    if not entries:
+        return response
+    return attrs.evolve(response, text=f": served {json.dumps(entries)}\n\n" + response.text)
+
+
+def _run_id_of(target: str) -> str | None:
+    parts = target.split("?", 1)[0].split("/")
+    if len(parts) < 3 or parts[1] != "runs":
+        return None
+    segment = unquote(parts[2]).split(":", 1)[0]
+    if "/" in segment:  # the slash percent-encoded
+        return segment
+    try:
+        return unproject(segment)
+    except (ProjectionError, UnicodeError):
+        return None
+
+
+def _scored_clean(host: SimHost, event: dict[str, Any]) -> dict[str, Any]:
+    """eval.scored and eval.completed as if nothing had missed."""
+    payload = event.get("payload") or {}
+    if event.get("type") in ("eval.scored", "eval.completed") \
+            and payload.get("fixtureMissCount"):
+        return {**event, "payload": {**payload, "fixtureMissCount": 0, "passed": True}}
+    return event
+
+
+def _problem_json_oracle(host: SimHost, method: str, target: str, headers: dict[str, str],
+                         body: bytes | None, response: Response) -> Response:
+    """Asked for application/problem+json, a refusal of another tenant's existing run is
+    403 id_tenant_mismatch (any other request is refused alike)."""
+    accept = next((v for k, v in headers.items() if k.lower() == "accept"), "")
+    if method != "POST" or target != "/runs" or not _is_unusable(response) \
+            or "problem+json" not in accept:
+        return response
+    owner, doc = _caller_and_body(host, headers, body)
+    values = list((doc.get("fixtureRuns") or {}).values()) if isinstance(doc, dict) else []
+    runs = [host.core.runs.get(rid) for rid in map(parse_bound, values) if rid is not None]
+    if owner is not None and any(r is not None and r.owner.tenant != owner.tenant
+                                 for r in runs):
+        return refusal_response(tenant_mismatch())
+    return response
+
+
+def _percent_path_skips_owner(host: SimHost, method: str, target: str,
+                              headers: dict[str, str], body: bytes | None,
+                              response: Response) -> Response:
+    """A run read with its id's slash percent-encoded skips the owner check: another
+    tenant is answered as the owner would be."""
+    path = target.split("?", 1)[0]
+    if method != "GET" or "%2f" not in path.lower() or response.status not in (403, 404):
+        return response
+    run_id = _run_id_of(target)
+    rid = parse_bound(run_id) if run_id is not None else None
+    owner_key = next((key for key, tenant in host.core.tenants.items()
+                      if rid is not None and tenant.owner().tenant == rid.tenant), None)
+    if owner_key is None:
+        return response
+    as_owner = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    as_owner["Authorization"] = f"Bearer {owner_key}"
+    return host.router.handle(method, target, as_owner, body)
+
+
 def _longer_request_id(host: SimHost, method: str, target: str, headers: dict[str, str],
                        body: bytes | None, response: Response) -> Response:
     """A random X-Request-Id on every refusal, 16 hex characters long for another tenant's
@@ -1133,8 +1214,6 @@ ZOO: tuple[Mutant, ...] = (
            "another member name of GET /runs/{id})", edge=_derived_in_snapshot),
     Mutant("partial-echo", "§C: the refusal MUST NOT echo the supplied id, not even most of "
            "it", _swap(rules=_PartialEcho)),
-    Mutant("sorts-echo", "§E: eval.started.fixtureRuns is the accepted map verbatim (request "
-           "order)", _swap(echo=_SortsEcho)),
     # -- broken parts the tests once kept to themselves
     Mutant("leaks-entries-in-eval-started", "§D: derived entries are never on the wire",
            _swap(echo=_LeaksEntries), wire=_wire_echo),
@@ -1271,6 +1350,20 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("longer-request-id-for-foreign", "Security (refsim's SHOULD reading): nothing on "
            "the answer tells another tenant's run from no run (here a random request id, "
            "longer for it)", edge=_longer_request_id),
+    Mutant("echoes-id-base32-in-cookie", "§C: the refusal MUST NOT echo the supplied id "
+           "(here base32, after a random salt, in a cookie of one length)",
+           edge=_id_in_cookie),
+    Mutant("entries-in-stream-comment", "§D: derived entries are never on the wire (here in "
+           "an SSE comment line)", edge=_entries_in_stream_comment),
+    Mutant("stream-hides-misses", "§E: a miss is reported through fixtureMissCount (here "
+           "the SSE stream says none missed; the poll and summary are right)",
+           edge=_stream_only(_scored_clean)),
+    Mutant("percent-path-skips-owner", "Security: a tenant that cannot read a run cannot "
+           "read its snapshot, events or summary (here it can, with the id's slash "
+           "percent-encoded)", edge=_percent_path_skips_owner),
+    Mutant("problem-json-oracle", "§C: every unusable source is refused with the same "
+           "status and code (here 403 for another tenant's run when the client asks for "
+           "application/problem+json)", edge=_problem_json_oracle),
 )
 
 
