@@ -125,7 +125,8 @@ def test_the_judge_list_is_what_this_file_expects() -> None:
     assert _judge_names() == sorted([
         "absent", "content_free", "copies_gone", "counter_delta", "counter_moved",
         "counter_unchanged", "created", "echo", "envelope", "eval_events_alike", "eval_order",
-        "facet_implies_matching", "indistinguishable", "latency_alike", "miss_count",
+        "facet_implies_matching", "frequencies_alike", "indistinguishable", "latency_alike",
+        "latency_tail_alike", "miss_count",
         "no_content_in", "no_derived_entries", "no_echo", "no_entries_on_wire",
         "no_new_runs", "no_recorded_content", "no_reresolution", "no_secret_in",
         "nothing_minted", "outcomes_equal", "passed_is", "present_in", "refused",
@@ -873,6 +874,55 @@ def test_latency_alike_passes() -> None:
     assert judges.latency_alike(REQ, ("unknown", a), ("foreign", b)).ok
 
 
+def test_latency_tail_alike_passes() -> None:
+    import random
+    rng = random.Random(3)
+    a = [rng.uniform(0.001, 0.004) for _ in range(96)]
+    b = [rng.uniform(0.001, 0.004) for _ in range(96)]
+    assert judges.latency_tail_alike(REQ, ("unknown", a), ("foreign", b)).ok
+
+
+def test_latency_tail_alike_fails_when_a_quarter_of_one_group_is_slow() -> None:
+    """The medians hardly move; the tail tells."""
+    import random
+    rng = random.Random(3)
+    a = [rng.uniform(0.001, 0.004) for _ in range(96)]
+    b = [rng.uniform(0.001, 0.004) + (0.03 if i % 4 == 0 else 0) for i in range(96)]
+    assert judges.latency_alike(REQ, ("unknown", a[:24]), ("foreign", b[:24])).ok
+    found = judges.latency_tail_alike(REQ, ("unknown", a), ("foreign", b))
+    assert not found.ok and "foreign is refused slow more often" in found.message
+
+
+def test_fisher_exact_matches_known_values() -> None:
+    assert judges.fisher_exact(3, 4, 1, 4) == pytest.approx(0.4857, abs=1e-4)  # tea tasting
+    assert judges.fisher_exact(2, 4, 2, 4) == pytest.approx(1.0)
+    assert judges.fisher_exact(24, 24, 0, 24) < 1e-12
+
+
+def test_frequencies_alike_passes() -> None:
+    """A header on some answers of both groups, at random, is noise."""
+    import random
+    rng = random.Random(5)
+
+    def ans() -> Response:
+        extra = {"X-Served-By": "canary"} if rng.random() < 0.3 else {}
+        return resp(400, REFUSAL, {"OpenWOP-Version": "2.0", **extra})
+    groups = [("unknown", [ans() for _ in range(64)]), ("foreign", [ans() for _ in range(64)])]
+    found = judges.frequencies_alike(REQ, groups)
+    assert found.ok and "no value that recurs shows more often" in found.message
+
+
+def test_frequencies_alike_fails_on_a_header_on_a_third_of_one_group() -> None:
+    plain = [refusal() for _ in range(64)]
+    marked = [resp(400, REFUSAL, {"OpenWOP-Version": "2.0", "X-Cache": "hit"}) if i % 3 == 0
+              else refusal() for i in range(64)]
+    assert judges.uneven([("unknown", plain[:4]), ("foreign", marked[:4])])
+    assert judges.indistinguishable(REQ, [("unknown", plain[:4]), ("foreign", marked[:4])]).ok
+    found = judges.frequencies_alike(REQ, [("unknown", plain), ("foreign", marked)])
+    assert not found.ok and "x-cache = 'hit' (more often on foreign" in found.message
+    assert not judges.uneven([("unknown", plain[:4]), ("foreign", plain[4:8])])
+
+
 def test_latency_alike_fails_when_one_group_is_slower() -> None:
     import random
     rng = random.Random(7)
@@ -934,6 +984,17 @@ def test_no_echo_fails_on_an_echo_a_control_does_not_carry() -> None:
 
 def test_no_new_runs_passes() -> None:
     assert judges.no_new_runs(REQ, ["acme/a", "acme/b"], ["acme/b"], "refusal").ok
+
+
+def test_no_new_runs_sets_aside_runs_of_workflows_no_refusal_makes() -> None:
+    before = {"acme/a": "eval:s"}
+    after = {"acme/a": "eval:s", "acme/b": "conformance-noop", "acme/c": None}
+    found = judges.no_new_runs(REQ, before, after, "x", frozenset({"conformance-noop"}))
+    assert not found.ok and "acme/c" in found.message and "acme/b" not in found.message
+    quiet = {"acme/a": "eval:s", "acme/b": "conformance-noop"}
+    found = judges.no_new_runs(REQ, before, quiet, "x", frozenset({"conformance-noop"}))
+    assert found.ok and "1 new run(s) of other workflows set aside" in found.message
+    assert not judges.no_new_runs(REQ, before, quiet, "x").ok
 
 
 def test_no_new_runs_fails_when_a_refusal_left_a_run() -> None:

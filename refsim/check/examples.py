@@ -753,6 +753,9 @@ def run_example(example: Example, host: HostClient, *,
     return row
 
 
+NOOP_WORKFLOW = "conformance-noop"  # a catalog workflow that makes a run and calls nothing
+
+
 class _Unbound(Exception):
     """A `$name` whose run was never captured, because the action that makes it failed."""
 
@@ -884,6 +887,21 @@ class _RowRun:
             return ref
         return suite
 
+    def _learn_tenant(self, label: str) -> str:
+        """The host's name for the row's tenant `label` (acme, globex): the tenant segment
+        of a run it makes (a run of the no-op workflow, where the host lists it); the label
+        itself where nothing can be learnt."""
+        session = self.session(label)
+        if label not in ("acme", "globex") or not session.surface.lists(NOOP_WORKFLOW):
+            return label
+        made = session.workflow(NOOP_WORKFLOW)
+        rid = parse_bound(made.json["runId"]) if made.status == 201 and isinstance(
+            made.json, dict) and isinstance(made.json.get("runId"), str) else None
+        if rid is None:
+            return label
+        self.tenant_names.setdefault(label, rid.tenant)
+        return rid.tenant
+
     def _settle(self, args: Mapping[str, Any]) -> None:
         """A host may answer a create (or a cancel, a resolve) before the run has
         finished, and a source still running is rightly refused (§C): each captured run a
@@ -933,8 +951,9 @@ class _RowRun:
         if kind == "resolve":
             return session.require_resolve(args["run"])
         if kind == "add_tenant":
-            # The key is new to every run of the row; the tenant is the one the row names.
-            name = self.tenant_names.get(args["name"], args["name"])
+            # The key is new to every run of the row; the tenant is the one the row names,
+            # by the name this host gives it (learnt from a run of its, if none is yet).
+            name = self.tenant_names.get(args["name"]) or self._learn_tenant(args["name"])
             return session.require_tenant(name, f"{args['api_key']}-{self.tag}",
                                           args.get("workspace"))
         assert kind == "http", kind

@@ -504,7 +504,8 @@ class NoDerivedOnWire(Flag):
 
 
 # Keys that only a fixture entry has: none may reach the wire (RFC 0252 §D).
-DERIVED_KEYS = frozenset({"toolResponses", "argsMatch", "isError"})
+# (`isError` alone is not one: an MCP tool result carries it, on the wire, rightly.)
+DERIVED_KEYS = frozenset({"toolResponses", "argsMatch"})
 
 
 def _keys(value: Any) -> set[str]:
@@ -538,8 +539,9 @@ class RunsUnchanged(Flag):
         after = None if ctx.inspector is None else ctx.inspector.run_count()
         out = [judges.nothing_minted(ctx.req, obs.response, label, count, after)]
         if listed is not None:
-            out.append(judges.no_new_runs(ctx.req, listed, ctx.session(tenant).list_runs(),
-                                          label))
+            workflow = ctx.current_args.get("workflow")
+            kind = str(workflow) if isinstance(workflow, str) else "eval"
+            out += ctx.session(tenant).no_new_runs(ctx.req, listed, label, ("eval", kind))
         return out
 
 

@@ -463,7 +463,7 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
         out.append(judges.nothing_minted(req, first[-1], "the refusals", runs_before,
                                          probe.inspector.run_count()))
     if listed is not None:
-        out.append(judges.no_new_runs(req, listed, a.list_runs(), "the refusals"))
+        out += a.no_new_runs(req, listed, "the refusals")
     return out
 
 
@@ -835,7 +835,7 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
         out.append(judges.nothing_minted(req, again, "the refused forks", runs,
                                          probe.inspector.run_count()))
     if listed is not None:
-        out.append(judges.no_new_runs(req, listed, a.list_runs(), "the refused forks"))
+        out += a.no_new_runs(req, listed, "the refused forks")
     if count is not None:
         out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
         out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),

@@ -204,14 +204,21 @@ def control_value(value: str) -> str:
 # ----------------------------------------------------------------------------- alike
 
 
+# Headers that are no part of the answer: the clock (Date), and the connection's own
+# (hop-by-hop, RFC 9110 §7.6.1: a server closes an idle connection when it likes).
+_NOT_THE_ANSWERS = frozenset({"date", "connection", "keep-alive", "proxy-connection", "te",
+                              "trailer", "transfer-encoding", "upgrade"})
+
+
 def features(response: Response) -> dict[str, Any]:
     """A response as the separate things a client can tell apart: the status, each header
-    (but Date), the body's bytes and, for a JSON body, each member and value by its
-    pointer. Comparing features rather than whole answers lets a judge set aside the ones
-    that vary on every answer (a request id, a trace header, a correlation id): noise."""
+    (but Date and the connection's own), the body's bytes and, for a JSON body, each
+    member and value by its pointer. Comparing features rather than whole answers lets a
+    judge set aside the ones that vary on every answer (a request id, a trace header, a
+    correlation id): noise."""
     out: dict[str, Any] = {"status": response.status, "body": response.body}
     for name, value in response.headers.items():
-        if name.lower() != "date":
+        if name.lower() not in _NOT_THE_ANSWERS:
             out["header " + name.lower()] = value
     if response.json is not None:
         _flatten("body ", response.json, out)
@@ -287,6 +294,74 @@ def indistinguishable(req: str, groups: Sequence[tuple[str, Sequence[Response]]]
                  "each group)" if not split else
                  f"refusals of {labels} tell the groups apart by " + ", ".join(split[:4]),
                  {label: [_obs(r) for r in rs[:1]] for label, rs in groups})
+
+
+# Where a value of the answer recurs unevenly between two groups of refusals, each group
+# is asked FREQUENCY_SAMPLES times more, interleaved, and every such value's frequency is
+# compared by Fisher's exact test (two-sided), Bonferroni over the values tested: a header
+# on a third of another tenant's refusals and on none of an unknown id's tells them apart
+# as surely as one on all of them, given enough asks.
+FREQUENCY_SAMPLES = 64  # per group
+FREQUENCY_ALPHA = 1e-4
+
+
+def _occurrences(responses: Sequence[Response]) -> collections.Counter[str]:
+    """Each feature's value, once per answer that carries it (absent is a value too)."""
+    per = [_with_lengths(features(r)) for r in responses]
+    names = set().union(*per) if per else set()
+    out: collections.Counter[str] = collections.Counter()
+    for found in per:
+        for name in names:
+            value = found.get(name, _ABSENT)
+            shown = "absent" if value is _ABSENT else repr(value)
+            out[f"{name} = {shown[:60]}" + ("..." if len(shown) > 60 else "")] += 1
+    return out
+
+
+def uneven(groups: Sequence[tuple[str, Sequence[Response]]]) -> list[str]:
+    """Values that recur (in two answers or more) and are spread unevenly between the two
+    groups: what a frequency test is worth asking more for. A value on one answer only (a
+    random request id) is not."""
+    (_, xa), (_, xb) = groups
+    ca, cb = _occurrences(xa), _occurrences(xb)
+    return sorted(k for k in set(ca) | set(cb)
+                  if ca[k] + cb[k] >= 2 and ca[k] * len(xb) != cb[k] * len(xa))
+
+
+def fisher_exact(a: int, na: int, b: int, nb: int) -> float:
+    """Two-sided p of Fisher's exact test: `a` of `na` answers against `b` of `nb` carry a
+    value; the sum of the probabilities of every table as likely as this one or less."""
+    k, total = a + b, na + nb
+    denominator = math.comb(total, k)
+
+    def prob(x: int) -> float:
+        return math.comb(na, x) * math.comb(nb, k - x) / denominator
+    seen = prob(a)
+    return min(1.0, sum(p for x in range(max(0, k - nb), min(k, na) + 1)
+                        if (p := prob(x)) <= seen * (1 + 1e-7)))
+
+
+def frequencies_alike(req: str, groups: Sequence[tuple[str, Sequence[Response]]],
+                      alpha: float = FREQUENCY_ALPHA) -> Finding:
+    """Security (refsim's SHOULD reading): no value of the answer is more frequent on one
+    group of refusals than on the other. Fisher's exact test on each recurring value,
+    flagged below alpha / (values tested)."""
+    (la, xa), (lb, xb) = groups
+    ca, cb = _occurrences(xa), _occurrences(xb)
+    tested = [k for k in set(ca) | set(cb) if ca[k] + cb[k] >= 2]
+    bound = alpha / max(1, len(tested))
+    told = sorted((k, p) for k in tested
+                  if (p := fisher_exact(ca[k], len(xa), cb[k], len(xb))) < bound)
+    figures = {"n": [len(xa), len(xb)],
+               "told": [{"value": k, la: ca[k], lb: cb[k], "p": p} for k, p in told[:4]]}
+    if told:  # the counts move from run to run: the message names what they show
+        k = told[0][0]
+        more = la if ca[k] * len(xb) > cb[k] * len(xa) else lb
+        return fail(req, f"refusals of {la} and {lb} are told apart by how often a value "
+                    f"shows: {k} (more often on {more}; Fisher's exact test, the figures "
+                    "are in the observation)", figures)
+    return ok(req, f"refusals of {la} ({len(xa)}) and {lb} ({len(xb)}): no value that recurs "
+              "shows more often on either (Fisher's exact test)", figures)
 
 
 def uniform(req: str, responses: Sequence[tuple[str, Response]], *, exact: bool,
@@ -370,6 +445,44 @@ def latency_alike(req: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequen
     return ok(req, f"refusal latency does not tell the groups apart: {la} median "
               f"{ma * 1000:.2f} ms, {lb} median {mb * 1000:.2f} ms (n = {len(xa)} + "
               f"{len(xb)}, U = {u:.0f}, p = {p:.2g})", figures)
+
+
+# A slower tail (some refusals much slower) can leave the medians alike: where the tail
+# counts of the first samples differ at TAIL_SCREEN, TAIL_SAMPLES more a group are timed
+# and their tails alone judged (fresh samples: the screen costs no false alarms).
+TAIL_SCREEN = 0.05
+TAIL_SAMPLES = 96  # per group
+
+
+def latency_tail_p(xa: Sequence[float], xb: Sequence[float]) -> float:
+    """Fisher's exact test on how many of each group take LATENCY_MIN_EFFECT or more
+    beyond the pooled 75th percentile."""
+    pooled = sorted([*xa, *xb])
+    line = pooled[(3 * len(pooled)) // 4] + LATENCY_MIN_EFFECT
+    return fisher_exact(sum(x > line for x in xa), len(xa), sum(x > line for x in xb), len(xb))
+
+
+def latency_tail_alike(req: str, a: tuple[str, Sequence[float]],
+                       b: tuple[str, Sequence[float]], alpha: float = LATENCY_ALPHA
+                       ) -> Finding:
+    """Security (SHOULD): no group of refusals is slow more often than the other, judged
+    on the tail (beyond the pooled 75th percentile by LATENCY_MIN_EFFECT or more)."""
+    (la, xa), (lb, xb) = a, b
+    pooled = sorted([*xa, *xb])
+    line = pooled[(3 * len(pooled)) // 4] + LATENCY_MIN_EFFECT
+    na, nb = sum(x > line for x in xa), sum(x > line for x in xb)
+    p = fisher_exact(na, len(xa), nb, len(xb))
+    figures = {"n": [len(xa), len(xb)], "line ms": line * 1000, f"{la} beyond": na,
+               f"{lb} beyond": nb, "p": p}
+    if p < alpha:
+        slower = la if na * len(xb) > nb * len(xa) else lb
+        return fail(req, f"refusal latency tells the groups apart in its tail: {slower} is "
+                    f"refused slow more often (beyond the pooled 75th percentile by "
+                    f"{LATENCY_MIN_EFFECT * 1000:g} ms; Fisher p < {alpha:g}; the figures "
+                    "are in the observation)", figures)
+    return ok(req, f"refusal latency's tail does not tell the groups apart: {na} of "
+              f"{len(xa)} and {nb} of {len(xb)} beyond {line * 1000:.2f} ms (p = {p:.2g})",
+              figures)
 
 
 def mann_whitney(xa: Sequence[float], xb: Sequence[float]) -> tuple[float, float]:
@@ -949,17 +1062,26 @@ def nothing_minted(req: str, response: Response, what: str,
                  _obs(response))
 
 
-def no_new_runs(req: str, before: Sequence[str] | None, after: Sequence[str] | None,
-                what: str) -> Finding:
+def no_new_runs(req: str, before: Mapping[str, str | None] | Sequence[str] | None,
+                after: Mapping[str, str | None] | Sequence[str] | None, what: str,
+                unrelated: frozenset[str] = frozenset()) -> Finding:
     """§B "before the run starts": the caller's run list (GET /runs) gains no run across a
     refusal. Judged as a change: runs listed before may come and go with other traffic,
-    but none may appear that the refused request made."""
+    but none may appear that the refused request made. A new run the listing shows under
+    one of the `unrelated` workflowIds (no refused request makes a run of those) is
+    other traffic, set aside; any other counts."""
     if before is None or after is None:
         return fail(req, f"{what}: the run list could not be read before and after")
-    new = sorted(set(after) - set(before))
-    return check(req, not new, f"{what}: the run list gained no run ({len(after)} listed)"
-                 if not new else f"{what}: the run list gained {len(new)} run(s) across the "
-                 f"refusal: {', '.join(new[:2])}", {"new": new})
+    shown = after if isinstance(after, Mapping) else dict.fromkeys(after)
+    new = sorted(set(shown) - set(before))
+    counted = [r for r in new if shown[r] is None or shown[r] not in unrelated]
+    aside = len(new) - len(counted)
+    note = f"; {aside} new run(s) of other workflows set aside as other traffic" if aside \
+        else ""
+    return check(req, not counted, f"{what}: the run list gained no run ({len(shown)} listed"
+                 f"{note})" if not counted else f"{what}: the run list gained "
+                 f"{len(counted)} run(s) across the refusal: {', '.join(counted[:2])}",
+                 {"new": counted, "setAside": sorted(set(new) - set(counted))})
 
 
 def counter_delta(req: str, before: int | None, after: int | None, expected: int,

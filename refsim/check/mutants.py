@@ -216,7 +216,13 @@ def judge_variant(name: str, *, http: bool = True, machine: bool = True,
     from refsim.wire.httpclient import HttpClient
     correct = variant(name)
     cells: dict[str, Any] = {}
-    cells["check in process"] = _rows_cell(run_parts(Target(variant=correct), PARTS))
+    if correct.outside_only is None:
+        cells["check in process"] = _rows_cell(run_parts(Target(variant=correct), PARTS))
+    else:  # judged from outside in process too (the reason is the variant's)
+        from refsim.check.falsify import OutsideClient
+        cells["check in process"] = _rows_cell(run_parts(
+            Target(), PARTS, client=OutsideClient(correct.host()), api_key=KEY_A,
+            tenant_b_key=KEY_B))
     if http:
         with correct.served() as server:
             cells["check over HTTP"] = _rows_cell(run_parts(

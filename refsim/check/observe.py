@@ -348,7 +348,15 @@ class Session:
         return response, time.perf_counter() - started
 
     def create(self, body: Any) -> Response:
-        return self.request("POST", "/runs", json=body)
+        response = self.request("POST", "/runs", json=body)
+        if response.status == 201 and isinstance(response.json, dict) \
+                and isinstance(response.json.get("runId"), str) and isinstance(body, dict):
+            try:  # what the checker made, to tell its runs' workflows in a listing
+                _MADE.setdefault(self.client, {})[response.json["runId"]] = \
+                    "eval" if body.get("mode") == "eval" else str(body.get("workflowId"))
+            except TypeError:
+                pass
+        return response
 
     def discovery(self) -> Response:
         return self.client.request("GET", "/.well-known/openwop")
@@ -389,22 +397,25 @@ class Session:
 
     def stream(self, run_id: str) -> list[dict[str, Any]] | None:
         """The run's events as its SSE stream carries them (`GET /runs/{id}/events`), or
-        None when the host offers no stream there or its frames carry no event objects."""
+        None when the host offers no stream there or none of its frames is an event
+        object (frames that are not, an end marker or a keep-alive, are skipped)."""
         from refsim.wire.asgi import parse_sse
         r = self.request("GET", run_path(run_id, "/events"))
         kind = (r.header("Content-Type") or "").split(";")[0].strip().lower()
         if r.status != 200 or kind != "text/event-stream":
             return None
         out: list[dict[str, Any]] = []
+        others = 0
         for frame in parse_sse(r.body.decode("utf-8", "replace")):
             try:
                 doc = frame.json()
             except ValueError:
-                return None
-            if not isinstance(doc, dict) or "type" not in doc:
-                return None
-            out.append(doc)
-        return out
+                doc = None
+            if isinstance(doc, dict) and "type" in doc:
+                out.append(doc)
+            else:  # a frame that is no run event (an end marker, a keep-alive) is skipped
+                others += 1
+        return out if out or not others else None
 
     def summary(self, run_id: str) -> Any:
         r = self.request("GET", run_path(run_id, "/eval-summary"))
@@ -413,14 +424,15 @@ class Session:
     def get_run(self, run_id: str) -> Response:
         return self.request("GET", run_path(run_id))
 
-    def list_runs(self) -> list[str] | None:
-        """The ids of every run the caller can list (`GET /runs`, gate runList), following
-        cursors; None where the host does not advertise run listing, or lists more than
-        LIST_MAX_PAGES pages (the judge that compares two listings then has nothing to
-        compare: a refusal is judged by its answer alone)."""
+    def list_runs(self) -> dict[str, str | None] | None:
+        """Every run the caller can list (`GET /runs`, gate runList), following cursors:
+        its id and the workflowId the listing shows (None if it shows none); None where
+        the host does not advertise run listing, or lists more than LIST_MAX_PAGES pages
+        (the judge that compares two listings then has nothing to compare: a refusal is
+        judged by its answer alone)."""
         if not self.surface.family("runList"):
             return None
-        ids: list[str] = []
+        ids: dict[str, str | None] = {}
         cursor: str | None = None
         for _ in range(LIST_MAX_PAGES):
             path = "/runs?limit=100" + (f"&cursor={quote(cursor, safe='')}" if cursor else "")
@@ -428,11 +440,59 @@ class Session:
             body = r.json if isinstance(r.json, dict) else None
             if r.status != 200 or body is None or not isinstance(body.get("runs"), list):
                 return None
-            ids += [str(run.get("runId")) for run in body["runs"] if isinstance(run, dict)]
+            ids.update((str(run.get("runId")), run["workflowId"]
+                        if isinstance(run.get("workflowId"), str) else None)
+                       for run in body["runs"] if isinstance(run, dict))
+            if _weakable(self.client):  # how the listing shows the checker's own runs
+                made = _MADE.get(self.client, {})
+                seen = _LISTED.setdefault(self.client, {})
+                for run_id, workflow in ids.items():
+                    if run_id in made and workflow is not None:
+                        seen.setdefault(made[run_id], set()).add(workflow)
             cursor = body.get("nextCursor") if isinstance(body.get("nextCursor"), str) else None
             if not cursor:
                 return ids
         return None
+
+    def no_new_runs(self, req: str, before: Mapping[str, str | None] | None, what: str,
+                    kinds: Sequence[str] = ("eval",)) -> list[Finding]:
+        """§B "before the run starts", judged by listing: the caller's list gains no run
+        the refused requests could have made. A new run the listing shows under a
+        workflowId that listings showed for the checker's own runs of another kind (a
+        no-op workflow run, say) and never for one of `kinds` (an eval run) is other
+        traffic of the tenant's, set aside; any other new run counts. Nothing is judged
+        where either listing cannot be read (other traffic may push it past
+        LIST_MAX_PAGES)."""
+        from refsim.check import judges
+        after = self.list_runs()
+        if before is None or after is None:
+            return []
+        seen = _LISTED.get(self.client, {}) if _weakable(self.client) else {}
+        known = set().union(*seen.values()) if seen else set()
+        if any(w is not None and w not in known for w in after.values()):
+            seen = self._learn_workflows()
+        related = set().union(*(seen.get(kind, set()) for kind in kinds))
+        # A listing that shows a catalog workflow by its own id shows a run of it.
+        others = set().union(*(w for kind, w in seen.items() if kind not in kinds),
+                             CATALOG_WORKFLOWS - set(kinds))
+        return [judges.no_new_runs(req, before, after, what, frozenset(others - related))]
+
+    def _learn_workflows(self) -> dict[str, set[str]]:
+        """The workflowId of one run of each kind the checker made that no listing has
+        shown yet, read from its snapshot (at most a few reads a kind, once)."""
+        if not _weakable(self.client):
+            return {}
+        seen = _LISTED.setdefault(self.client, {})
+        tried: dict[str, int] = {}
+        for run_id, kind in list(_MADE.get(self.client, {}).items()):
+            if kind in seen or tried.get(kind, 0) >= 3:
+                continue
+            tried[kind] = tried.get(kind, 0) + 1
+            r = self.get_run(run_id)
+            workflow = r.json.get("workflowId") if isinstance(r.json, dict) else None
+            if r.status == 200 and isinstance(workflow, str):
+                seen.setdefault(kind, set()).add(workflow)
+        return seen
 
     def counter(self, key: str = COUNTER_KEY) -> int | None:
         """The live counter through the seam, or None when it cannot be observed."""
@@ -552,7 +612,22 @@ class Session:
         return self.observe(self.fork(run_id, mode))
 
 
+CATALOG_WORKFLOWS = frozenset({"conformance-agent-call", "conformance-noop",
+                               "conformance-wait-input"})
 _NOISE: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+# Per client: the runs the checker made (201 to a create), by kind ("eval", or the
+# workflowId it named), so that a run listing's workflows can be told apart.
+_MADE: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+# Per client: by kind, the workflowIds run listings showed for the checker's own runs.
+_LISTED: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
+
+
+def _weakable(client: Any) -> bool:
+    try:
+        weakref.ref(client)
+    except TypeError:
+        return False
+    return True
 NOISE_SAMPLES = 3
 
 

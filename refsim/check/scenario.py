@@ -63,6 +63,7 @@ REQUEST_VARIANTS: tuple[dict[str, str], ...] = (
     {"Accept": "application/problem+json"}, {"Accept": "application/json"},
     {"Accept": "*/*", "Accept-Language": "fr-CA, en;q=0.5"},
     {"Content-Type": "application/json; charset=utf-8"}, {"Prefer": "return=minimal"})
+FIRST_ASKS = 24  # fresh ids of each kind, each asked once (see Scenario._first_asks)
 RETRIES = 12
 WAIT_INPUT = "conformance-wait-input"
 NOOP = "conformance-noop"
@@ -324,7 +325,7 @@ class _Legs:
             out.append(self._unechoed(req, r, nid, "a run that never invoked the agent",
                                       lambda v: eval_body(REPLAY, {"record": v})))
         if listed is not None:
-            out.append(judges.no_new_runs(req, listed, a.list_runs(), "the refusals"))
+            out += a.no_new_runs(req, listed, "the refusals")
         return out
 
     def uniform(self, *, exact: bool) -> list[Finding]:
@@ -383,6 +384,14 @@ class _Legs:
                 value = (unknown_value, foreign.run_id)[index]
                 groups[index][1].append(a.create(body(value)))
         out.append(judges.indistinguishable(req, groups))
+        if judges.uneven(groups):  # a value that recurs unevenly: ask enough to tell
+            more: list[tuple[str, list[Response]]] = [(label, []) for label, _ in groups]
+            for _ in range(judges.FREQUENCY_SAMPLES):
+                for index in rng.sample((0, 1), 2):
+                    value = (unknown_value, foreign.run_id)[index]
+                    more[index][1].append(a.create(body(value)))
+            out.append(judges.frequencies_alike(req, more))
+        out += self._first_asks(req, body, foreign.run_id)
         noise = noise_of_host(a)
         singles = [("tenant B's run", foreign.run_id), *forms]
         first = [r_foreign] + [a.create(body(value)) for _, value in forms]
@@ -390,6 +399,29 @@ class _Legs:
         out += _b_rules_paired(req, a, own, foreign.run_id, other, noise,
                                a.surface.lists(LIVE_SHADOW_SUITE))
         return out
+
+    def _first_asks(self, req: str, body: Callable[[str], Any], like: str) -> list[Finding]:
+        """A refusal that differs only the first time an id is asked (a cache the first ask
+        fills) tells another tenant's run from no run too: the first asks of FIRST_ASKS
+        fresh runs of tenant B's against those of as many fresh ids no host minted (under
+        tenant B's name, shaped like its ids: only existing or not differs), interleaved,
+        compared by how often each value shows. Where the host lists no workflow that
+        makes a run, nothing is judged here."""
+        a = self.a
+        if not a.surface.lists(NOOP):
+            return []
+        b, rng = self.b(), random.Random(nonce())
+        tenant, _, opaque = like.partition("/")
+        groups: list[tuple[str, list[Response]]] = [
+            ("an unknown id, asked once", []), ("tenant B's run, asked once", [])]
+        for _ in range(FIRST_ASKS):
+            made = b.workflow(NOOP)
+            if made.status != 201 or not isinstance(made.json, dict):
+                return [fail(req, f"tenant B's workflow run was not created ({made.status})")]
+            values = (f"{tenant}/{_lookalike(opaque, rng)}", str(made.json["runId"]))
+            for index in rng.sample((0, 1), 2):
+                groups[index][1].append(a.create(body(values[index])))
+        return [judges.frequencies_alike(req, groups)]
 
     def latency(self) -> list[Finding]:
         """Time is part of "indistinguishable" (SHOULD): refusals of tenant B's run take no
@@ -426,10 +458,23 @@ class _Legs:
                     return [*out, fail(req, f"{label}: answered {r.status} {code}, not the "
                                        "refusal, so its latency is not a refusal's")]
                 times[label].append(seconds)
-        alpha = judges.LATENCY_ALPHA / (len(labels) - 1)  # the row's rate stays under it
+        # Each of tenant B's groups is compared twice at most (medians, then a tail timed
+        # afresh): alpha split over all of them keeps the row's false alarms under it.
+        alpha = judges.LATENCY_ALPHA / (2 * (len(labels) - 1))
         for label in labels[1:]:
             out.append(judges.latency_alike(req, (labels[0], times[labels[0]]),
                                             (label, times[label]), alpha))
+        if any(judges.latency_tail_p(times[labels[0]], times[label]) < judges.TAIL_SCREEN
+               for label in labels[1:]):  # a tail apart at first sight: time it afresh
+            tails: dict[str, list[float]] = {label: [] for label in labels}
+            for _ in range(judges.TAIL_SAMPLES):
+                for label in rng.sample(labels, len(labels)):
+                    _, seconds = a.timed("POST", "/runs",
+                                         eval_body(REPLAY, {"record": values[label]}))
+                    tails[label].append(seconds)
+            for label in labels[1:]:
+                out.append(judges.latency_tail_alike(req, (labels[0], tails[labels[0]]),
+                                                     (label, tails[label]), alpha))
         return out
 
     def foreign_waiting(self) -> str | None:
@@ -458,8 +503,9 @@ class _Legs:
             r = a.create(body)
             out += judges.refused(req, r, label)
             out.append(judges.nothing_minted(req, r, label))
-        if listed is not None:
-            out.append(judges.no_new_runs(req, listed, a.list_runs(), "the §B refusals"))
+        if listed is not None:  # eval runs: a no-op workflow run is what other traffic of
+            # the tenant's makes too, so "fixtureRuns without mode" is judged by its answer
+            out += a.no_new_runs(req, listed, "the §B refusals")
         if source.run_id is None:
             out.append(fail(req, "the source run was never created"))
         return out
@@ -478,6 +524,19 @@ def _on_the_stream(req: str, a: Session, run_id: str, mapping: dict[str, Any],
         out += [attrs.evolve(f, message="on the event stream: " + f.message)
                 for f in judges.outcomes_equal(req, source_events, stream, RECORDER)]
     return out
+
+
+def _lookalike(opaque: str, rng: random.Random) -> str:
+    """An opaque id segment of the same shape (length, and each character's class) that
+    no host minted: a fresh id for every ask."""
+    def like(c: str) -> str:
+        if c.isdigit():
+            return rng.choice("0123456789")
+        if c.isalpha():
+            pool = "abcdefghijklmnopqrstuvwxyz"
+            return rng.choice(pool.upper() if c.isupper() else pool)
+        return c
+    return "".join(like(c) for c in opaque)
 
 
 def _asks(a: Session, cases: list[tuple[str, str]], body: Callable[[str], Any]

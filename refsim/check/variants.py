@@ -58,6 +58,9 @@ class Variant:
     # What the variant leaves out that the checker uses (a seam, a capability): rows that
     # need it must say blocked or inapplicable, never fail.
     withholds: str | None = None
+    # Why the simulator's inside cannot judge it (then in process it is judged from
+    # outside too, as over HTTP).
+    outside_only: str | None = None
 
     @property
     def doc(self) -> str:
@@ -328,8 +331,9 @@ def _vendor_members() -> Edge:
             return event
         payload = dict(event["payload"])
         vendor: dict[str, Any] = {"region": "eu-west", "shard": 3}
-        if isinstance(payload.get("toolName"), str):
+        if isinstance(payload.get("toolName"), str):  # as an MCP bridge would tell it
             vendor["tool"] = payload["toolName"]
+            vendor["isError"] = "error" in payload
         payload["x-host"] = vendor
         return {**event, "payload": payload}
 
@@ -350,14 +354,34 @@ def _vendor_members() -> Edge:
 
 def _sse_bare_cr() -> Edge:
     """The event stream begins with a byte-order mark and a `retry:` line, carries a
-    `: ping` comment, and ends every line with a lone CR."""
+    `: ping` comment, ends every line with a lone CR, and closes with an end frame whose
+    data is no event (`data: [DONE]`)."""
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
         if response.text is None or \
                 not (response.header("Content-Type") or "").startswith("text/event-stream"):
             return response
-        return attrs.evolve(response, text=_sse_rewrite(
-            response.text, lambda d: d, "\r", "\ufeffretry: 3000\r: ping\r\r"))
+        text = _sse_rewrite(response.text, lambda d: d, "\r", "\ufeffretry: 3000\r: ping\r\r")
+        return attrs.evolve(response, text=text + "event: end\rdata: [DONE]\r\r")
+    return edge
+
+
+def _busy_tenants() -> Edge:
+    """The tenants are busy elsewhere: after every third read of a run's events, a run of
+    the no-op workflow starts for the reader's tenant (a trigger, another client), and
+    lists."""
+    count = iter(range(1 << 62))
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+        if auth is not None and "/events/poll" in target and next(count) % 3 == 2 \
+                and host.core.caller(
+                auth.partition(" ")[2].strip()) is not None:
+            host.router.handle("POST", "/runs", {"Authorization": auth,
+                                                 "Content-Type": "application/json"},
+                               b'{"workflowId": "conformance-noop"}')
+        return response
     return edge
 
 
@@ -681,6 +705,12 @@ PASS_ZOO: tuple[Variant, ...] = (
             "HTML (WHATWG) §9.2.6 event-stream parsing: a line ends at CRLF, LF or a lone CR; one "
             "leading BOM is dropped; comments and retry: are not events",
             _with_edge(_sse_bare_cr)),
+    Variant("busy-tenants",
+            "runs.md: listRuns lists every run of the caller's tenant, whoever started it; "
+            "RFC 0252 §B's 'before the run starts' is about the refused request's own run",
+            _with_edge(_busy_tenants), diff="the tenants' run lists hold runs of their own",
+            outside_only="the inside's run count is the whole host's, which the tenants' "
+                         "own runs move"),
     Variant("small-poll-pages",
             "runs.md: pollRunEvents pages by afterSequence and lastSequence; a host may "
             "return fewer events than `limit` asks", _with_edge(_small_pages),

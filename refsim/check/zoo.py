@@ -10,6 +10,7 @@ import base64
 import json
 import time
 import uuid
+import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -1128,6 +1129,78 @@ def _percent_path_skips_owner(host: SimHost, method: str, target: str,
     return host.router.handle(method, target, as_owner, body)
 
 
+def _names_foreign_run(host: SimHost, headers: dict[str, str], body: bytes | None
+                       ) -> str | None:
+    """The first existing run of another tenant a create names in fixtureRuns, if any."""
+    owner, doc = _caller_and_body(host, headers, body)
+    values = list((doc.get("fixtureRuns") or {}).values()) if isinstance(doc, dict) else []
+    for value in values:
+        rid = parse_bound(value) if isinstance(value, str) else None
+        run = host.core.runs.get(rid) if rid is not None else None
+        if owner is not None and run is not None and run.owner.tenant != owner.tenant:
+            return str(value)
+    return None
+
+
+def _cache_hit_sometimes() -> Edge:
+    """Every third refusal of each run of another tenant's carries `X-Cache: hit` (a
+    cache in front of the run store); no other refusal ever does."""
+    asked: weakref.WeakKeyDictionary[SimHost, dict[str, int]] = weakref.WeakKeyDictionary()
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if method != "POST" or target != "/runs" or not _is_unusable(response):
+            return response
+        foreign = _names_foreign_run(host, headers, body)
+        if foreign is None:
+            return response
+        counts = asked.setdefault(host, {})
+        counts[foreign] = counts.get(foreign, 0) + 1
+        if counts[foreign] % 3:
+            return response
+        return attrs.evolve(response, headers={**response.headers, "X-Cache": "hit"})
+    return edge
+
+
+def _first_ask_marked() -> Edge:
+    """The first refusal naming each existing run of another tenant carries a
+    Server-Timing entry for the run store's load; later ones, and no other, do not."""
+    asked: weakref.WeakKeyDictionary[SimHost, set[str]] = weakref.WeakKeyDictionary()
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if method != "POST" or target != "/runs" or not _is_unusable(response):
+            return response
+        foreign = _names_foreign_run(host, headers, body)
+        seen = asked.setdefault(host, set())  # per host: two hosts mint the same ids
+        if foreign is None or foreign in seen:
+            return response
+        seen.add(foreign)
+        return attrs.evolve(response, headers={**response.headers,
+                                               "Server-Timing": 'runstore;desc="load"'})
+    return edge
+
+
+def _slow_tail_for_foreign() -> Edge:
+    """Every fourth refusal of each run of another tenant's takes 30 ms longer (a cold
+    read of the run store); the medians hardly move."""
+    asked: weakref.WeakKeyDictionary[SimHost, dict[str, int]] = weakref.WeakKeyDictionary()
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if method != "POST" or target != "/runs" or not _is_unusable(response):
+            return response
+        foreign = _names_foreign_run(host, headers, body)
+        if foreign is None:
+            return response
+        counts = asked.setdefault(host, {})
+        counts[foreign] = counts.get(foreign, 0) + 1
+        if counts[foreign] % 4 == 0:
+            time.sleep(0.03)
+        return response
+    return edge
+
+
 def _longer_request_id(host: SimHost, method: str, target: str, headers: dict[str, str],
                        body: bytes | None, response: Response) -> Response:
     """A random X-Request-Id on every refusal, 16 hex characters long for another tenant's
@@ -1361,6 +1434,15 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("percent-path-skips-owner", "Security: a tenant that cannot read a run cannot "
            "read its snapshot, events or summary (here it can, with the id's slash "
            "percent-encoded)", edge=_percent_path_skips_owner),
+    Mutant("cache-hit-sometimes", "Security (refsim's SHOULD reading): nothing on the answer "
+           "tells another tenant's run from no run (here a header on every third refusal "
+           "of it)", edge=_cache_hit_sometimes()),
+    Mutant("first-ask-marked", "Security (refsim's SHOULD reading): nothing on the answer "
+           "tells another tenant's run from no run (here a header on the first refusal of "
+           "each)", edge=_first_ask_marked()),
+    Mutant("slow-tail-for-foreign", "Security (SHOULD): another tenant's run reads as no run, "
+           "in time too (here a quarter of its refusals 30 ms slower)",
+           edge=_slow_tail_for_foreign()),
     Mutant("problem-json-oracle", "§C: every unusable source is refused with the same "
            "status and code (here 403 for another tenant's run when the client asks for "
            "application/problem+json)", edge=_problem_json_oracle),

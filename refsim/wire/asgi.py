@@ -89,13 +89,14 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 def parse_sse(text: str) -> list[SseFrame]:
     """Split a `text/event-stream` body into frames; comments and empty frames drop out.
     As the WHATWG event-stream parser reads it: a line ends at CRLF, LF or a lone CR, and
-    one leading byte-order mark is not part of the stream."""
+    one leading byte-order mark is not part of the stream, and a frame whose data is
+    empty is not an event."""
     frames: list[SseFrame] = []
     event_id: str | None = None
     event, data = "message", list[str]()
     for line in [*_LINE_END.split(text.removeprefix("\ufeff")), ""]:
         if line == "":
-            if data:
+            if data and "\n".join(data):  # an empty data buffer dispatches nothing
                 frames.append(SseFrame(event_id, event, "\n".join(data)))
             event_id, event, data = None, "message", []
             continue
