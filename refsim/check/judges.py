@@ -450,8 +450,8 @@ def latency_alike(req: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequen
 # A slower tail (some refusals much slower) can leave the medians alike: where the tail
 # counts of the first samples differ at TAIL_SCREEN, TAIL_SAMPLES more a group are timed
 # and their tails alone judged (fresh samples: the screen costs no false alarms).
-TAIL_SCREEN = 0.05
-TAIL_SAMPLES = 96  # per group
+TAIL_SCREEN = 0.2
+TAIL_SAMPLES = 160  # per group
 
 
 def latency_tail_p(xa: Sequence[float], xb: Sequence[float]) -> float:
