@@ -350,12 +350,10 @@ class Session:
     def create(self, body: Any) -> Response:
         response = self.request("POST", "/runs", json=body)
         if response.status == 201 and isinstance(response.json, dict) \
-                and isinstance(response.json.get("runId"), str) and isinstance(body, dict):
-            try:  # what the checker made, to tell its runs' workflows in a listing
-                _MADE.setdefault(self.client, {})[response.json["runId"]] = \
-                    "eval" if body.get("mode") == "eval" else str(body.get("workflowId"))
-            except TypeError:
-                pass
+                and isinstance(response.json.get("runId"), str) and isinstance(body, dict) \
+                and _keyable(self.client):  # what the checker made, to tell in a listing
+            _MADE.setdefault(self.client, {})[response.json["runId"]] = \
+                "eval" if body.get("mode") == "eval" else str(body.get("workflowId"))
         return response
 
     def discovery(self) -> Response:
@@ -443,16 +441,21 @@ class Session:
             ids.update((str(run.get("runId")), run["workflowId"]
                         if isinstance(run.get("workflowId"), str) else None)
                        for run in body["runs"] if isinstance(run, dict))
-            if _weakable(self.client):  # how the listing shows the checker's own runs
-                made = _MADE.get(self.client, {})
-                seen = _LISTED.setdefault(self.client, {})
-                for run_id, workflow in ids.items():
-                    if run_id in made and workflow is not None:
-                        seen.setdefault(made[run_id], set()).add(workflow)
             cursor = body.get("nextCursor") if isinstance(body.get("nextCursor"), str) else None
             if not cursor:
+                self._remember_listed(ids)
                 return ids
         return None
+
+    def _remember_listed(self, listed: Mapping[str, str | None]) -> None:
+        """How a listing shows the checker's own runs: by kind, their workflowIds."""
+        if not _keyable(self.client):
+            return
+        made = _MADE.get(self.client, {})
+        seen = _LISTED.setdefault(self.client, {})
+        for run_id, workflow in listed.items():
+            if run_id in made and workflow is not None:
+                seen.setdefault(made[run_id], set()).add(workflow)
 
     def no_new_runs(self, req: str, before: Mapping[str, str | None] | None, what: str,
                     kinds: Sequence[str] = ("eval",)) -> list[Finding]:
@@ -467,7 +470,7 @@ class Session:
         after = self.list_runs()
         if before is None or after is None:
             return []
-        seen = _LISTED.get(self.client, {}) if _weakable(self.client) else {}
+        seen = _LISTED.get(self.client, {}) if _keyable(self.client) else {}
         known = set().union(*seen.values()) if seen else set()
         if any(w is not None and w not in known for w in after.values()):
             seen = self._learn_workflows()
@@ -480,7 +483,7 @@ class Session:
     def _learn_workflows(self) -> dict[str, set[str]]:
         """The workflowId of one run of each kind the checker made that no listing has
         shown yet, read from its snapshot (at most a few reads a kind, once)."""
-        if not _weakable(self.client):
+        if not _keyable(self.client):
             return {}
         seen = _LISTED.setdefault(self.client, {})
         tried: dict[str, int] = {}
@@ -622,9 +625,11 @@ _MADE: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionar
 _LISTED: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
 
 
-def _weakable(client: Any) -> bool:
+def _keyable(client: Any) -> bool:
+    """Whether a client can key the weak per-client maps (weakly referable, hashable)."""
     try:
         weakref.ref(client)
+        hash(client)
     except TypeError:
         return False
     return True
@@ -637,10 +642,9 @@ def noise_of_host(session: Session) -> frozenset[str]:
     judge may count as a difference. Learnt once per client from NOISE_SAMPLES refusals
     of an id no host minted (they change nothing)."""
     from refsim.check.judges import noise_of
-    try:
+    keyed = _keyable(session.client)
+    if keyed and session.client in _NOISE:
         return _NOISE[session.client]
-    except (KeyError, TypeError):
-        pass
     if getattr(session.client, "edge", True) is None and hasattr(session.client, "core"):
         # The built-in host with nothing rewriting its answers: it adds nothing that varies
         # (no request id, no clock in a refusal). Nothing is set aside, which judges no
@@ -648,10 +652,8 @@ def noise_of_host(session: Session) -> frozenset[str]:
         return frozenset()
     body = eval_body(REPLAY, {"record": f"{NO_SUCH_TENANT}/{UNKNOWN_OPAQUE}"})
     found = noise_of([session.create(body) for _ in range(NOISE_SAMPLES)])
-    try:
+    if keyed:
         _NOISE[session.client] = found
-    except TypeError:
-        pass
     return found
 
 

@@ -303,6 +303,14 @@ def _rewritten(response: Response, change: Callable[[Any], Any]) -> Response:
     return _json_answer(response, change(response.json))
 
 
+def _rewriting(change: Callable[[Any], Any]) -> Edge:
+    """An edge that passes every document of every answer through `change`."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        return _rewritten(response, change)
+    return edge
+
+
 def _shuffled_members() -> Edge:
     """Every JSON object, at every depth, of every answer (the event stream's too), in a
     fresh random member order."""
@@ -317,10 +325,7 @@ def _shuffled_members() -> Edge:
             return [shuffle(v) for v in doc]
         return doc
 
-    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
-             body: bytes | None, response: Response) -> Response:
-        return _rewritten(response, shuffle)
-    return edge
+    return _rewriting(shuffle)
 
 
 def _vendor_members() -> Edge:
@@ -346,10 +351,7 @@ def _vendor_members() -> Edge:
             return {**doc, "engineVersion": "7.4.1"}
         return doc
 
-    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
-             body: bytes | None, response: Response) -> Response:
-        return _rewritten(response, change)
-    return edge
+    return _rewriting(change)
 
 
 def _sse_bare_cr() -> Edge:

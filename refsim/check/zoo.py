@@ -318,19 +318,10 @@ def _caller_and_body(host: SimHost, headers: dict[str, str], body: bytes | None
 def _foreign_source_header(host: SimHost, method: str, target: str, headers: dict[str, str],
                            body: bytes | None, response: Response) -> Response:
     """Adds a header to a refusal only when a named source is another tenant's run."""
-    if method != "POST" or not target.startswith("/runs") or response.status != 400:
+    if method != "POST" or not target.startswith("/runs") or response.status != 400 \
+            or _names_foreign_run(host, headers, body) is None:
         return response
-    owner, doc = _caller_and_body(host, headers, body)
-    runs = doc.get("fixtureRuns") if isinstance(doc, dict) else None
-    if owner is None or not isinstance(runs, dict):
-        return response
-    for value in runs.values():
-        rid = parse_bound(value)
-        run = host.core.runs.get(rid) if rid is not None else None
-        if run is not None and run.owner.tenant != owner.tenant:
-            return attrs.evolve(response, headers={**response.headers,
-                                                   "OpenWOP-Source-Scope": "other-tenant"})
-    return response
+    return _with_header(response, "OpenWOP-Source-Scope", "other-tenant")
 
 
 def _derived_in_snapshot(host: SimHost, method: str, target: str, headers: dict[str, str],
@@ -1101,11 +1092,7 @@ def _problem_json_oracle(host: SimHost, method: str, target: str, headers: dict[
     if method != "POST" or target != "/runs" or not _is_unusable(response) \
             or "problem+json" not in accept:
         return response
-    owner, doc = _caller_and_body(host, headers, body)
-    values = list((doc.get("fixtureRuns") or {}).values()) if isinstance(doc, dict) else []
-    runs = [host.core.runs.get(rid) for rid in map(parse_bound, values) if rid is not None]
-    if owner is not None and any(r is not None and r.owner.tenant != owner.tenant
-                                 for r in runs):
+    if _names_foreign_run(host, headers, body) is not None:
         return refusal_response(tenant_mismatch())
     return response
 
@@ -1133,8 +1120,8 @@ def _names_foreign_run(host: SimHost, headers: dict[str, str], body: bytes | Non
                        ) -> str | None:
     """The first existing run of another tenant a create names in fixtureRuns, if any."""
     owner, doc = _caller_and_body(host, headers, body)
-    values = list((doc.get("fixtureRuns") or {}).values()) if isinstance(doc, dict) else []
-    for value in values:
+    runs = doc.get("fixtureRuns") if isinstance(doc, dict) else None
+    for value in runs.values() if isinstance(runs, dict) else ():
         rid = parse_bound(value) if isinstance(value, str) else None
         run = host.core.runs.get(rid) if rid is not None else None
         if owner is not None and run is not None and run.owner.tenant != owner.tenant:
@@ -1142,9 +1129,10 @@ def _names_foreign_run(host: SimHost, headers: dict[str, str], body: bytes | Non
     return None
 
 
-def _cache_hit_sometimes() -> Edge:
-    """Every third refusal of each run of another tenant's carries `X-Cache: hit` (a
-    cache in front of the run store); no other refusal ever does."""
+def _on_foreign_asks(act: Callable[[Response, int], Response]) -> Edge:
+    """An edge that passes each refusal of another tenant's existing run to `act`, with
+    how many times this host has been asked for that run (1 the first time); counted per
+    host, since two hosts of one seed mint the same ids."""
     asked: weakref.WeakKeyDictionary[SimHost, dict[str, int]] = weakref.WeakKeyDictionary()
 
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
@@ -1156,49 +1144,35 @@ def _cache_hit_sometimes() -> Edge:
             return response
         counts = asked.setdefault(host, {})
         counts[foreign] = counts.get(foreign, 0) + 1
-        if counts[foreign] % 3:
-            return response
-        return attrs.evolve(response, headers={**response.headers, "X-Cache": "hit"})
+        return act(response, counts[foreign])
     return edge
+
+
+def _with_header(response: Response, name: str, value: str) -> Response:
+    return attrs.evolve(response, headers={**response.headers, name: value})
+
+
+def _cache_hit_sometimes() -> Edge:
+    """Every third refusal of each run of another tenant's carries `X-Cache: hit` (a
+    cache in front of the run store); no other refusal ever does."""
+    return _on_foreign_asks(lambda r, n: r if n % 3 else _with_header(r, "X-Cache", "hit"))
 
 
 def _first_ask_marked() -> Edge:
     """The first refusal naming each existing run of another tenant carries a
     Server-Timing entry for the run store's load; later ones, and no other, do not."""
-    asked: weakref.WeakKeyDictionary[SimHost, set[str]] = weakref.WeakKeyDictionary()
-
-    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
-             body: bytes | None, response: Response) -> Response:
-        if method != "POST" or target != "/runs" or not _is_unusable(response):
-            return response
-        foreign = _names_foreign_run(host, headers, body)
-        seen = asked.setdefault(host, set())  # per host: two hosts mint the same ids
-        if foreign is None or foreign in seen:
-            return response
-        seen.add(foreign)
-        return attrs.evolve(response, headers={**response.headers,
-                                               "Server-Timing": 'runstore;desc="load"'})
-    return edge
+    return _on_foreign_asks(lambda r, n: _with_header(
+        r, "Server-Timing", 'runstore;desc="load"') if n == 1 else r)
 
 
 def _slow_tail_for_foreign() -> Edge:
     """Every fourth refusal of each run of another tenant's takes 30 ms longer (a cold
     read of the run store); the medians hardly move."""
-    asked: weakref.WeakKeyDictionary[SimHost, dict[str, int]] = weakref.WeakKeyDictionary()
-
-    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
-             body: bytes | None, response: Response) -> Response:
-        if method != "POST" or target != "/runs" or not _is_unusable(response):
-            return response
-        foreign = _names_foreign_run(host, headers, body)
-        if foreign is None:
-            return response
-        counts = asked.setdefault(host, {})
-        counts[foreign] = counts.get(foreign, 0) + 1
-        if counts[foreign] % 4 == 0:
+    def act(response: Response, n: int) -> Response:
+        if n % 4 == 0:
             time.sleep(0.03)
         return response
-    return edge
+    return _on_foreign_asks(act)
 
 
 def _longer_request_id(host: SimHost, method: str, target: str, headers: dict[str, str],
@@ -1207,11 +1181,7 @@ def _longer_request_id(host: SimHost, method: str, target: str, headers: dict[st
     run and 12 for any other reason."""
     if method != "POST" or target != "/runs" or not _is_unusable(response):
         return response
-    owner, doc = _caller_and_body(host, headers, body)
-    values = list((doc.get("fixtureRuns") or {}).values()) if isinstance(doc, dict) else []
-    runs = [host.core.runs.get(rid) for rid in map(parse_bound, values) if rid is not None]
-    foreign = owner is not None and any(r is not None and r.owner.tenant != owner.tenant
-                                        for r in runs)
+    foreign = _names_foreign_run(host, headers, body) is not None
     return attrs.evolve(response, headers={
         **response.headers, "X-Request-Id": uuid.uuid4().hex[:16 if foreign else 12]})
 
