@@ -1088,6 +1088,26 @@ def test_alike_asks_again_and_passes_when_what_differed_is_noise() -> None:
     assert "asked again" in found.message
 
 
+def test_alike_asks_more_before_a_value_that_only_happened_to_stay_apart_counts() -> None:
+    """A header that takes one of two values at random stays apart in 4 answers each once
+    in 128 tries (seen over HTTP: members in a random order): 4 + 16 answers tell."""
+    from refsim.check.observe import ALIKE_CONFIRM, ALIKE_SAMPLES, alike
+
+    def flips(first: str) -> Callable[[], Response]:
+        asked: list[int] = []
+
+        def ask() -> Response:
+            asked.append(1)
+            value = first if len(asked) <= ALIKE_SAMPLES else "ab"[len(asked) % 2]
+            return _noisy(REFUSAL, len(asked), **{"X-Shard": value})
+        return ask
+    found = alike(REQ, [("unknown", flips("a")), ("foreign", flips("b"))],
+                  [_noisy(REFUSAL, 1, **{"X-Shard": "a"}),
+                   _noisy(REFUSAL, 2, **{"X-Shard": "b"})])
+    assert found.ok, found.message
+    assert f"asked again {ALIKE_SAMPLES + ALIKE_CONFIRM} times" in found.message
+
+
 def test_alike_fails_on_what_stays_apart_when_asked_again() -> None:
     from refsim.check.observe import alike
     unknown, _ = _asker(lambda n: _noisy(REFUSAL, n))

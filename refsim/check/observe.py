@@ -662,6 +662,12 @@ def noise_of_host(session: Session) -> frozenset[str]:
 # one of a few values at random, or changes with the clock, is noise the first sight
 # cannot tell from an oracle).
 ALIKE_SAMPLES = 4
+# Where ALIKE_SAMPLES answers each still tell the requests apart, each is asked this many
+# times more before the difference counts: a feature that takes one of two values at
+# random (members in a random order, a header on half the answers) is constant within
+# each of two groups of 4 and different between them once in 128 tries; within groups of
+# 4 + 16 answers, once in 2^38.
+ALIKE_CONFIRM = 16
 Ask = Callable[[], Response]
 
 
@@ -678,17 +684,36 @@ def alike(req: str, asks: Sequence[tuple[str, Ask]], first: Sequence[Response],
     plain = judges.uniform(req, labelled, exact=True, noise=noise)
     if plain.ok or any(r.status < 400 for r in first):
         return plain
-    groups: list[tuple[str, list[Response]]] = [(label, []) for label, _ in asks]
-    rng = random.Random(secrets.randbits(64))
-    for _ in range(ALIKE_SAMPLES):
-        order = list(range(len(asks)))
-        rng.shuffle(order)
-        for index in order:
-            groups[index][1].append(asks[index][1]())
-    found = judges.indistinguishable(req, groups)
+    found, _, times = asked_apart(req, asks, ALIKE_SAMPLES)
     return attrs.evolve(found, message=f"{plain.message.split(': they are not')[0]} on "
-                        f"first sight; asked again {ALIKE_SAMPLES} times each, interleaved: "
+                        f"first sight; asked again {times} times each, interleaved: "
                         + found.message)
+
+
+def asked_apart(req: str, asks: Sequence[tuple[str, Ask]], samples: int,
+                rng: random.Random | None = None
+                ) -> tuple[Finding, list[tuple[str, list[Response]]], int]:
+    """Each request asked `samples` times, interleaved in a random order, and judged by
+    `judges.indistinguishable`; where that tells them apart, ALIKE_CONFIRM times more
+    each, and judged again on all the answers. Returns the finding, the answers by label
+    and how many times each request was asked."""
+    from refsim.check import judges
+    groups: list[tuple[str, list[Response]]] = [(label, []) for label, _ in asks]
+    rng = rng or random.Random(secrets.randbits(64))
+
+    def ask_round(times: int) -> None:
+        for _ in range(times):
+            order = list(range(len(asks)))
+            rng.shuffle(order)
+            for index in order:
+                groups[index][1].append(asks[index][1]())
+    ask_round(samples)
+    found = judges.indistinguishable(req, groups)
+    if not found.ok:
+        ask_round(ALIKE_CONFIRM)
+        found = judges.indistinguishable(req, groups)
+        samples += ALIKE_CONFIRM
+    return found, groups, samples
 
 
 def _count_of(r: Response) -> int | None:

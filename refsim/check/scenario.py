@@ -34,6 +34,7 @@ from refsim.check.observe import (
     Session,
     Unobservable,
     alike,
+    asked_apart,
     eval_body,
     gate,
     noise_of_host,
@@ -376,14 +377,11 @@ class _Legs:
                                                      headers), label)
             return out
         unknown_value = forms[0][1]
-        groups: list[tuple[str, list[Response]]] = [("an unknown id", []),
-                                                    ("tenant B's run", [])]
         rng = random.Random(nonce())
-        for _ in range(BODY_SAMPLES):
-            for index in rng.sample((0, 1), 2):
-                value = (unknown_value, foreign.run_id)[index]
-                groups[index][1].append(a.create(body(value)))
-        out.append(judges.indistinguishable(req, groups))
+        found, groups, _ = asked_apart(
+            req, _asks(a, [("an unknown id", unknown_value),
+                           ("tenant B's run", foreign.run_id)], body), BODY_SAMPLES, rng)
+        out.append(found)
         if judges.uneven(groups):  # a value that recurs unevenly: ask enough to tell
             more: list[tuple[str, list[Response]]] = [(label, []) for label, _ in groups]
             for _ in range(judges.FREQUENCY_SAMPLES):
