@@ -573,6 +573,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from refsim import data_check
+    problem = data_check.problem()  # one line naming the file, not a traceback mid-run
+    if problem is not None:
+        print(f"refsim: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     for option in _OUTPUT_OPTIONS:
         path = getattr(args, option, None)
         problem = _unwritable(path) if isinstance(path, str) else None
