@@ -206,16 +206,7 @@ def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | in
 
 
 def _fuzz(args: argparse.Namespace) -> int:
-    import random
-
-    from refsim.testing.fuzz import (
-        FuzzTarget,
-        campaign,
-        print_reproduction,
-        report,
-        report_campaign,
-        run_machine,
-    )
+    from refsim.testing.fuzz import FuzzTarget
 
     if _counts_refused("fuzz", ("--jobs", args.jobs, 1, MAX_FUZZ_JOBS),
                        ("--max-examples", args.max_examples, 1, None),
@@ -236,6 +227,10 @@ def _fuzz(args: argparse.Namespace) -> int:
     if args.replay and (args.jobs > 1 or args.duration is not None):
         print("refsim fuzz: --replay runs what the database holds once; it takes no --jobs "
               "or --duration", file=sys.stderr)
+        return EXIT_USAGE
+    if args.replay and not Path(args.database).is_dir():
+        print(f"refsim fuzz: --replay reads an example database; {args.database} does not "
+              "exist (a campaign run with --database DIR makes it)", file=sys.stderr)
         return EXIT_USAGE
     remote = _remote(args)
     if isinstance(remote, int):
@@ -266,19 +261,68 @@ def _fuzz(args: argparse.Namespace) -> int:
               "fidelity, egress credentials in derived entries, erasure reaching the copy "
               "store, re-resolution counts need the simulator's insides)")
         target = FuzzTarget(base_url=client.name, keys=keys)
+    from refsim.testing.fuzz import database_entries
     database = args.database
+    if database is not None:
+        try:
+            Path(database).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            print(f"refsim fuzz: cannot make the example database {database}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        before = database_entries(database)
+        print(f"example database: {database} ({before} entr{'y' if before == 1 else 'ies'} "
+              "before this run)", flush=True)
+    code = _fuzz_run(args, target, database)
+    if database is not None:
+        after = database_entries(database)
+        print(f"example database: {database} holds {after} entr"
+              f"{'y' if after == 1 else 'ies'} after this run (it had {before})")
+    return code
+
+
+def _fuzz_run(args: argparse.Namespace, target: Any, database: str | None) -> int:
+    import random
+
+    from refsim.progress import EXIT_INTERRUPTED, Progress
+    from refsim.testing.fuzz import (
+        campaign,
+        print_reproduction,
+        report,
+        report_campaign,
+        run_machine,
+    )
+
     if args.jobs > 1 or args.duration is not None:
         base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(
             2**32)
-        outcome = campaign(target, jobs=args.jobs, duration=args.duration,
-                           max_examples=args.max_examples, steps=args.steps,
-                           base_seed=base_seed, database=database)
+        total, unit = (args.duration, "s") if args.duration is not None else (args.jobs,
+                                                                              "batch")
+        with Progress(total, "campaign", unit=unit, quiet=args.quiet) as bar:
+            outcome = campaign(target, jobs=args.jobs, duration=args.duration,
+                               max_examples=args.max_examples, steps=args.steps,
+                               base_seed=base_seed, database=database, progress=bar)
         return report_campaign(outcome, sys.stdout, target=target, database=database,
                                steps=args.steps)
-    result = run_machine(target.factory(), max_examples=args.max_examples, steps=args.steps,
-                         seed_value=args.seed, extended=target.extended, keys=target.keys,
-                         database=target.database(database, args.steps),
-                         replay_only=args.replay)
+    with Progress(None if args.replay else args.max_examples, "examples", unit="example",
+                  quiet=args.quiet) as bar:
+        make = target.factory()
+
+        def counted() -> Any:
+            bar.advance()
+            return make()
+        result = run_machine(counted, max_examples=args.max_examples, steps=args.steps,
+                             seed_value=args.seed, extended=target.extended,
+                             keys=target.keys, database=target.database(database, args.steps),
+                             replay_only=args.replay, stoppable=True)
+    if result.interrupted:
+        machine = result.machine
+        print(f"PARTIAL: stopped (Ctrl-C) after {machine.examples_run} example(s), "
+              f"{machine.steps_taken} step(s), {machine.requests_made} request(s); no "
+              "counterexample so far. Branches reached:")
+        for branch, count in sorted(machine.branches.items()):
+            print(f"  {branch:<28} {count}")
+        return EXIT_INTERRUPTED
     if args.replay and result.passed:
         print(f"nothing failed: no example the database at {database} holds for this "
               "machine fails against this host")
@@ -330,22 +374,39 @@ def _mutants(args: argparse.Namespace) -> int:
         print("refsim mutants: --shrink-budget takes a non-negative number of seconds",
               file=sys.stderr)
         return EXIT_USAGE
+    from refsim.check.mutants import pass_matrix_json, print_pass_matrix
+    from refsim.progress import EXIT_INTERRUPTED, Progress, Stopped
     code = 0
     doc: dict[str, Any] = {"mutants": [], "requirements": []}
+    stopped: Stopped | None = None
     if not args.pass_only:
-        doc = kill_matrix_json(chosen, machine_examples=args.machine_examples,
-                               machine_steps=args.machine_steps, http=not args.no_http,
-                               jobs=args.jobs, shrink_budget=budget)
+        with Progress(len(chosen), "faulty hosts", unit="host", quiet=args.quiet) as bar:
+            try:
+                doc = kill_matrix_json(chosen, machine_examples=args.machine_examples,
+                                       machine_steps=args.machine_steps,
+                                       http=not args.no_http, jobs=args.jobs,
+                                       shrink_budget=budget, progress=bar)
+            except Stopped as exc:
+                stopped, doc = exc, exc.partial
         code = print_matrix(doc, sys.stdout)
-    if not args.no_pass:
-        from refsim.check.mutants import pass_matrix_json, print_pass_matrix
-        from refsim.check.variants import PASS_ZOO
+    if not args.no_pass and stopped is None:
         names = [v.name for v in PASS_ZOO if not args.only or v.name in args.only]
         print("\nThe pass matrix: correct hosts, each the reference host with one difference "
               "the RFC allows; every cell must pass", flush=True)
-        doc["correct"] = pass_matrix_json(names, http=not args.no_http,
-                                          machine=args.machine_examples > 0, jobs=args.jobs)
+        with Progress(len(names), "correct hosts", unit="host", quiet=args.quiet) as bar:
+            try:
+                doc["correct"] = pass_matrix_json(
+                    names, http=not args.no_http, machine=args.machine_examples > 0,
+                    jobs=args.jobs, progress=bar)
+            except Stopped as exc:
+                stopped, doc["correct"] = exc, exc.partial
+                doc["partial"] = {"correctJudged": exc.done, "of": exc.total}
         code = max(code, print_pass_matrix(doc["correct"], sys.stdout))
+    if stopped is not None:
+        print(f"\nPARTIAL: stopped (Ctrl-C) after {stopped.done} of {stopped.total} hosts of "
+              "that matrix; what was judged is above" + (
+                  ", and in " + " and ".join(filter(None, (args.json, args.html)))
+                  if args.json or args.html else ""), flush=True)
     if args.json:
         write_json(doc, args.json)
     if args.html:
@@ -355,7 +416,7 @@ def _mutants(args: argparse.Namespace) -> int:
         except OSError as e:
             print(f"refsim mutants: cannot write {args.html}: {e}", file=sys.stderr)
             return EXIT_USAGE
-    return code
+    return EXIT_INTERRUPTED if stopped is not None else code
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -373,36 +434,65 @@ def _diff(args: argparse.Namespace) -> int:
         print("refsim diff: name what to diff: --assume NAME=VALUE, --profile A --against B, "
               "or --all", file=sys.stderr)
         return EXIT_USAGE
+    from refsim.progress import EXIT_INTERRUPTED, Progress
     results = []
-    for pair in pairs:
-        try:
-            result = run_diff(pair, max_examples=args.max_examples, steps=args.steps,
-                              seed=args.seed)
-        except AssumptionError as exc:
-            print(f"refsim: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        results.append(result)
-        if args.all:
-            print(summary_line(result), flush=True)
-        else:
-            report(result, sys.stdout)
+    total, unit = (len(pairs), "reading") if args.all else (args.max_examples, "example")
+    stopped = False
+    with Progress(total, "readings diffed" if args.all else "examples", unit=unit,
+                  quiet=args.quiet) as bar:
+        for pair in pairs:
+            try:
+                result = run_diff(pair, max_examples=args.max_examples, steps=args.steps,
+                                  seed=args.seed,
+                                  on_example=None if args.all else bar.advance)
+            except AssumptionError as exc:
+                print(f"refsim: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            except KeyboardInterrupt:
+                stopped = True
+                break
+            results.append(result)
+            if args.all:
+                bar.advance(1, " ".join(pair.assume) or pair.label)
+                bar.say(summary_line(result))
+            else:
+                bar.close()
+                report(result, sys.stdout)
+    if stopped:
+        print(f"PARTIAL: stopped (Ctrl-C) after {len(results)} of {len(pairs)} reading(s) "
+              "diffed" + ("; the one under way found nothing before it stopped"
+                          if not args.all else ""))
     if args.json:
         try:
-            write_json(results, args.json)
+            write_json(results, args.json, every=args.all, partial={
+                "diffed": len(results), "of": len(pairs)} if stopped else None)
         except OSError as e:
             print(f"refsim diff: cannot write {args.json}: {e}", file=sys.stderr)
             return EXIT_USAGE
-    return 1 if any(r.error for r in results) else 0
+    if stopped:
+        return EXIT_INTERRUPTED
+    if any(r.found for r in results):
+        return 1
+    return 2 if any(r.inconclusive for r in results) else 0
 
 
 def _falsify(args: argparse.Namespace) -> int:
     from refsim.check.falsify import CACHE_PATH, compute, load_cache, report, write
+    from refsim.check.zoo import ZOO
+    from refsim.progress import EXIT_INTERRUPTED, Progress, Stopped
 
     doc = load_cache() if args.cached else None
+    stopped: Stopped | None = None
     if doc is None:
-        doc = compute(jobs=args.jobs)
+        with Progress(len(ZOO), "faulty hosts", unit="host", quiet=args.quiet) as bar:
+            try:
+                doc = compute(jobs=args.jobs, progress=bar)
+            except Stopped as exc:
+                stopped, doc = exc, exc.partial
     report(doc, sys.stdout)
-    for path in filter(None, (args.write, args.json)):
+    if stopped is not None and args.write:  # a partial table is no cache
+        print(f"not written to {args.write}: the table is partial (--json keeps it)")
+    for path in filter(None, (None if stopped else args.write, args.json)):
         try:
             write(doc, path)
         except OSError as e:
@@ -410,6 +500,9 @@ def _falsify(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     if args.cached and not CACHE_PATH.exists():
         print(f"({CACHE_PATH} is missing: computed afresh)")
+    if stopped is not None:
+        print(f"PARTIAL: stopped (Ctrl-C) after {stopped.done} of {stopped.total} faulty hosts")
+        return EXIT_INTERRUPTED
     return 0
 
 
@@ -485,6 +578,8 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--replay", action="store_true",
                       help="only replay what --database holds; generate nothing")
     _add_remote_options(fuzz)
+    fuzz.add_argument("--quiet", action="store_true",
+                        help="no progress bar (none is drawn when stderr is not a terminal)")
     fuzz.set_defaults(func=_fuzz)
     bench = sub.add_parser("bench", help="measure replay, recording, derivation, the machine, "
                                          "check and mutants beside calibrations; print "
@@ -523,6 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--pass-only", action="store_true",
                          help="only the pass matrix: every correct host through check, "
                               "fuzz and diff")
+    mutants.add_argument("--quiet", action="store_true",
+                        help="no progress bar (none is drawn when stderr is not a terminal)")
     mutants.set_defaults(func=_mutants)
     demo = sub.add_parser("demo", help="a narrated walk through RFC 0252 on the built-in "
                                        "host; writes a report folder")
@@ -553,6 +650,8 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--steps", type=int, default=20, help="steps per example")
     diff.add_argument("--seed", type=int, default=0)
     diff.add_argument("--json", metavar="PATH", help="write the result(s) as JSON")
+    diff.add_argument("--quiet", action="store_true",
+                        help="no progress bar (none is drawn when stderr is not a terminal)")
     diff.set_defaults(func=_diff)
     falsify = sub.add_parser("falsify", help="compute RFC 0252's falsifiability table from "
                                              "the zoo and print it beside the RFC's")
@@ -564,6 +663,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="print specs/falsified.json instead of computing")
     falsify.add_argument("--jobs", type=int, default=None,
                          help="processes to spread the hosts over (default: one per core)")
+    falsify.add_argument("--quiet", action="store_true",
+                        help="no progress bar (none is drawn when stderr is not a terminal)")
     falsify.set_defaults(func=_falsify)
     from refsim import cli_http
     cli_http.register(sub)

@@ -104,12 +104,28 @@ def test_targets_see_the_database_apart() -> None:
     assert FuzzTarget().database(None, 20) is None
 
 
-def test_replay_needs_a_database_and_runs_once() -> None:
+def test_replay_needs_a_database_and_runs_once(tmp_path: Path) -> None:
     with redirect_stderr(io.StringIO()) as err:
         assert main(["fuzz", "--replay"]) == 2
         assert main(["fuzz", "--replay", "--database", "db", "--jobs", "2"]) == 2
         assert main(["fuzz", "--jobs", "0"]) == 2
     assert "--database DIR" in err.getvalue() and "no --jobs" in err.getvalue()
+    missing = tmp_path / "never-made"
+    with redirect_stderr(io.StringIO()) as err:
+        assert main(["fuzz", "--replay", "--database", str(missing)]) == 2
+    assert "does not exist" in err.getvalue() and not missing.exists()
+
+
+def test_a_database_is_made_at_the_start_and_counted(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    db = tmp_path / "deep" / "db"
+    assert main(["fuzz", "--database", str(db), "--max-examples", "2", "--steps", "3",
+                 "--seed", "1"]) in (0, 2)
+    out = capsys.readouterr().out
+    assert db.is_dir()
+    assert f"example database: {db} (0 entries before this run)" in out
+    assert f"example database: {db} holds" in out and "(it had 0)" in out
 
 
 def test_batch_seeds_never_repeat_across_jobs_and_batches() -> None:

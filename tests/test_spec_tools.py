@@ -113,12 +113,41 @@ def test_every_assumable_alternative_can_be_diffed() -> None:
 def test_diff_cli_writes_json(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "d.json"
     assert main(["diff", "--assume", "fixture-errors=not-advertised", "--max-examples", "5",
-                 "--steps", "5", "--json", str(path)]) == 0
+                 "--steps", "5", "--json", str(path)]) == 1  # a difference: exit 1
     out = capsys.readouterr().out
     assert "DIFFERENCE after 0 step(s): GET /.well-known/openwop" in out
     doc = json.loads(path.read_text())
     assert doc["found"] and doc["rows"][0]["id"] == "fixture-errors"
     assert doc["difference"]["a"]["status"] == 200
+
+
+def test_diff_that_never_reaches_a_critical_branch_is_inconclusive(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Two readings that differ only where a fork meets an erased source: a search that
+    never forked cannot say they agree (exit 2, not 0)."""
+    assert main(["diff", "--assume", "gone-copy-code=run_expired", "--max-examples", "3",
+                 "--steps", "4"]) == 2
+    out = capsys.readouterr().out
+    assert "no wire-observable difference" in out
+    assert "INCONCLUSIVE: critical branches never reached: " in out and "fork:" in out
+
+
+def test_diff_exits_zero_only_when_none_found_and_nothing_left_unreached(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import refsim.check.diff as diff_module
+
+    class Settled:
+        found, inconclusive = False, None
+
+    def settled(*args: Any, **kwargs: Any) -> Settled:
+        return Settled()
+    monkeypatch.setattr(diff_module, "run_diff", settled)
+    monkeypatch.setattr(diff_module, "report", lambda result, out: print("none", file=out))
+    assert main(["diff", "--assume", "gone-copy-code=run_expired"]) == 0
+    Settled.inconclusive = "critical branches never reached: fork:gone"  # type: ignore[assignment]
+    assert main(["diff", "--assume", "gone-copy-code=run_expired"]) == 2
+    Settled.found = True
+    assert main(["diff", "--assume", "gone-copy-code=run_expired"]) == 1
 
 
 @pytest.mark.slow

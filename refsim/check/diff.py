@@ -15,6 +15,7 @@ told apart from outside.
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -40,6 +41,7 @@ from refsim.testing.stateful import (
     machine_for,
     machine_test,
     note,
+    unreached,
 )
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
@@ -386,6 +388,23 @@ class DiffResult:
     def budget(self) -> str:
         return f"{self.max_examples} examples × {self.steps} steps"  # noqa: RUF001
 
+    @property
+    def unreached(self) -> list[str]:
+        """With no difference found: the machine's critical branches it never reached (a
+        search that never, say, forked an eval after erasing its source cannot say two
+        readings agree there)."""
+        if self.difference is not None or self.error is not None:
+            return []
+        return unreached(collections.Counter(self.fuzz.machine.branches))
+
+    @property
+    def inconclusive(self) -> str | None:
+        """Why "none found" is no answer, or None."""
+        if self.error is not None:
+            return self.error
+        missing = self.unreached
+        return ("critical branches never reached: " + ", ".join(missing)) if missing else None
+
     def to_json(self) -> dict[str, Any]:
         machine = self.fuzz.machine
         out: dict[str, Any] = {
@@ -407,6 +426,8 @@ class DiffResult:
             out["branches"] = dict(sorted(machine.branches.items()))
         if self.error is not None:
             out["error"] = self.error
+        if self.inconclusive is not None:
+            out["inconclusive"] = self.inconclusive
         return out
 
 
@@ -426,11 +447,17 @@ def _args(pair: Pair) -> str:
 
 
 def run_diff(pair: Pair, *, max_examples: int = DEFAULT_EXAMPLES, steps: int = DEFAULT_STEPS,
-             seed: int | None = 0) -> DiffResult:
-    """Drive the pair with the machine until the first difference (shrunk), or the budget."""
+             seed: int | None = 0, on_example: Callable[[], None] | None = None) -> DiffResult:
+    """Drive the pair with the machine until the first difference (shrunk), or the budget.
+    `on_example` is called as each example starts (a progress bar)."""
     seen: list[Difference] = []
     make_a, make_b = pair.hosts()
-    machine = _machine(lambda: PairClient(make_a(), make_b(), on_difference=seen.append))
+
+    def pair_of_hosts() -> PairClient:
+        if on_example is not None:
+            on_example()
+        return PairClient(make_a(), make_b(), on_difference=seen.append)
+    machine = _machine(pair_of_hosts)
     fuzz = _run(machine, max_examples=max_examples, steps=steps, seed_value=seed)
     difference = seen[-1] if seen and not fuzz.passed and fuzz.requirement_id == DIFF_ID \
         else None
@@ -467,6 +494,9 @@ def report(result: DiffResult, out: TextIO) -> None:
               f"{machine.requests_made} request(s); branches:", file=out)
         for branch, count in sorted(machine.branches.items()):
             print(f"  {branch:<28} {count}", file=out)
+        if result.inconclusive is not None:
+            print(f"INCONCLUSIVE: {result.inconclusive}; try a larger --max-examples or "
+                  "--steps, or another --seed", file=out)
         return
     print(f"DIFFERENCE after {result.fuzz.steps} step(s): {d.method} {d.path}: the answers "
           f"differ in the {d.what}", file=out)
@@ -507,9 +537,14 @@ def _event(e: Any) -> str:
     return f"{e.get('type')} {_show(payload, 200)}"
 
 
-def write_json(results: Sequence[DiffResult], path: str | Path) -> None:
-    doc: Any = results[0].to_json() if len(results) == 1 else \
+def write_json(results: Sequence[DiffResult], path: str | Path, *, every: bool = False,
+               partial: dict[str, Any] | None = None) -> None:
+    """One diff as its own document; several (`every`, as `--all` asks) under "diffs".
+    `partial` says how far a run stopped with Ctrl-C got."""
+    doc: Any = results[0].to_json() if len(results) == 1 and not every else \
         {"diffs": [r.to_json() for r in results]}
+    if partial is not None:
+        doc = {**doc, "partial": partial} if doc else {"partial": partial}
     Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
                           encoding="utf-8")
 
@@ -529,4 +564,5 @@ def summary_line(result: DiffResult) -> str:
         d = result.difference
         return (f"{name:<48} difference found in {result.fuzz.steps} step(s): "
                 f"{d.method} {d.path.split('?')[0]} ({d.what}: {d.a.status} vs {d.b.status})")
-    return f"{name:<48} none found in {result.budget}"
+    return f"{name:<48} none found in {result.budget}" + (
+        f" (INCONCLUSIVE: {result.inconclusive})" if result.inconclusive else "")

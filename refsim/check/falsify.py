@@ -28,7 +28,6 @@ import functools
 import json
 import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,6 +39,7 @@ from refsim.check.registry import load_registry, short_id
 from refsim.check.runner import PARTS, Target, run_parts
 from refsim.check.zoo import ZOO, Mutant, mutant
 from refsim.host import SimHost
+from refsim.progress import Progress, Stopped, run_all
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
 
@@ -215,19 +215,25 @@ def _gated(requirement_witness: str) -> str:
         "gated on recordedFixtures"
 
 
-def compute(jobs: int | None = None, *, programs: bool = True) -> dict[str, Any]:
+def compute(jobs: int | None = None, *, programs: bool = True,
+            progress: Progress | None = None) -> dict[str, Any]:
     """The whole computed table, as the JSON document `specs/falsified.json` caches: the
     table, and under `raw` what failed where on every host (the table is rebuilt from it)."""
     names = [m.name for m in ZOO]
     jobs = jobs or min(len(names), os.cpu_count() or 1)
-    if jobs <= 1:
-        hosts = [judge_host(mutant(n)) for n in names]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            hosts = list(pool.map(_judge_named, names))
+    hosts, stopped = run_all(_judge_named, [(n,) for n in names], jobs=jobs,
+                             progress=progress, label=lambda a: str(a[0]))
     doc = table(hosts)
+    if stopped:  # the table of the hosts judged by then: a verdict may still change
+        doc["partial"] = {"judged": len(hosts), "of": len(names)}
+        raise Stopped(doc, len(hosts), len(names))
     if programs:
-        add_programs(doc)
+        try:
+            add_programs(doc)
+        except KeyboardInterrupt:
+            doc["partial"] = {"judged": len(hosts), "of": len(names),
+                              "programs": "stopped while the machine shrank them"}
+            raise Stopped(doc, len(hosts), len(names)) from None
     return doc
 
 
@@ -397,8 +403,11 @@ def outside_machine(host: str, seams: Sequence[str]) -> Any:
 
 
 def report(doc: dict[str, Any], out: TextIO) -> None:
+    partial = doc.get("partial")
     print("RFC 0252's falsifiability table beside refsim's, computed from the zoo "
-          f"({len(doc['hosts'])} faulty hosts)\n", file=out)
+          f"({len(doc['hosts'])} faulty hosts)\n" + (
+              f"PARTIAL: stopped after {partial['judged']} of {partial['of']} hosts; a "
+              "verdict may change with the rest\n" if partial else ""), file=out)
     for row in doc["rfc"]:
         computed = row["refsim"]
         flag = "  DISAGREES" if row["disagreement"] else ""

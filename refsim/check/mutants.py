@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -22,6 +21,7 @@ from hypothesis.database import InMemoryExampleDatabase
 from refsim.check.findings import Disposition, Row
 from refsim.check.runner import PARTS, Target, run_parts
 from refsim.check.zoo import ZOO, Mutant, mutant
+from refsim.progress import Progress, Stopped, run_all
 from refsim.testing.fuzz import FuzzResult, Shrunk, run_machine, shrink_for_display
 
 # One seed by default: the checker already kills every host, and the machine column says
@@ -153,18 +153,21 @@ def kill_matrix(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 100,
 
 def kill_matrix_json(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 30,
                      machine_steps: int = 30, http: bool = True, jobs: int | None = None,
-                     shrink_budget: float = SHRINK_BUDGET) -> dict[str, Any]:
+                     shrink_budget: float = SHRINK_BUDGET,
+                     progress: Progress | None = None) -> dict[str, Any]:
     """The matrix as its JSON document, with the hosts spread over `jobs` processes (each
-    host's machine kill shrunk for display in the process that found it)."""
+    host's machine kill shrunk for display in the process that found it). Ctrl-C raises
+    `Stopped` with the document of the hosts judged by then, marked partial."""
     jobs = jobs or min(len(mutants), os.cpu_count() or 1)
     names = [m.name for m in mutants]
     args = [(n, machine_examples, machine_steps, http, shrink_budget) for n in names]
-    if jobs <= 1:
-        docs = [_judge_json(*a) for a in args]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            docs = list(pool.map(_judge_json, *zip(*args, strict=True)))
-    return to_document(docs)
+    docs, stopped = run_all(_judge_json, args, jobs=jobs, progress=progress,
+                            label=lambda a: str(a[0]))
+    doc = to_document(docs)
+    if stopped:
+        doc["partial"] = {"judged": len(docs), "of": len(names)}
+        raise Stopped(doc, len(docs), len(names))
+    return doc
 
 
 def to_document(docs: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -261,16 +264,18 @@ def judge_variant(name: str, *, http: bool = True, machine: bool = True,
 
 
 def pass_matrix_json(names: Sequence[str] | None = None, *, http: bool = True,
-                     machine: bool = True, diff: bool = True,
-                     jobs: int | None = None) -> list[dict[str, Any]]:
+                     machine: bool = True, diff: bool = True, jobs: int | None = None,
+                     progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Every correct host judged, spread over `jobs` processes; Ctrl-C raises `Stopped`
+    with the hosts judged by then."""
     from refsim.check.variants import PASS_ZOO
     chosen = list(names) if names is not None else [v.name for v in PASS_ZOO]
     jobs = jobs or min(len(chosen), os.cpu_count() or 1)
-    if jobs <= 1 or len(chosen) <= 1:
-        return [judge_variant(n, http=http, machine=machine, diff=diff) for n in chosen]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_judge_variant_json, chosen, [http] * len(chosen),
-                             [machine] * len(chosen), [diff] * len(chosen)))
+    docs, stopped = run_all(_judge_variant_json, [(n, http, machine, diff) for n in chosen],
+                            jobs=jobs, progress=progress, label=lambda a: str(a[0]))
+    if stopped:
+        raise Stopped(docs, len(docs), len(chosen))
+    return docs
 
 
 def _judge_variant_json(name: str, http: bool, machine: bool, diff: bool) -> dict[str, Any]:

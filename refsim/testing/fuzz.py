@@ -8,12 +8,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import multiprocessing
+import queue
 import re
 import shlex
+import signal
 import time
 import unittest
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,6 +29,7 @@ from hypothesis.errors import Unsatisfiable
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 from hypothesis.reporting import with_reporter
 
+from refsim.progress import EXIT_INTERRUPTED, Progress
 from refsim.testing.stateful import (
     RecordedFixturesMachine,
     RequirementViolated,
@@ -60,6 +62,7 @@ class FuzzResult:
     program: tuple[str, ...]
     narrative: tuple[str, ...]
     machine: type[RecordedFixturesMachine]
+    interrupted: bool = False  # Ctrl-C stopped the run (`stoppable`): passed so far
 
     @property
     def steps(self) -> int:
@@ -72,6 +75,11 @@ class FuzzResult:
     def pasteable(self) -> tuple[str, ...]:
         """The program as the report prints it: without the invariant checks."""
         return tuple(line for line in self.program if not _is_invariant_call(line))
+
+
+def database_entries(directory: str | Path) -> int:
+    """How many examples a directory example database holds (a file each)."""
+    return sum(1 for p in Path(directory).rglob("*") if p.is_file())
 
 
 def example_database(database: ExampleDatabase | str | Path | None) -> ExampleDatabase | None:
@@ -140,14 +148,15 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
                 seed_value: int | None = None, extended: bool = True,
                 keys: dict[str, str] | None = None, shrink: bool = True,
                 database: ExampleDatabase | str | Path | None = None,
-                replay_only: bool = False, phases: Sequence[Phase] | None = None
-                ) -> FuzzResult:
+                replay_only: bool = False, phases: Sequence[Phase] | None = None,
+                stoppable: bool = False) -> FuzzResult:
     """Run the machine once. `shrink=False` reports a failure as found (no shrink phase);
     `database` keeps failures there and replays them first (Hypothesis keys them by the
     machine class's source: the same in every process and run, and for every host, so give
     each target its own `LabelledDatabase`, as `FuzzTarget.database` does);
     `replay_only` runs only what the database holds; `phases`, when given, overrides the
-    phases `shrink` and `replay_only` choose."""
+    phases `shrink` and `replay_only` choose. `stoppable`: Ctrl-C ends the run with what it
+    found so far (`interrupted`), instead of raising KeyboardInterrupt."""
     machine = machine_for(factory, extended=extended, keys=keys)
     if phases is None:
         phases = REPLAY_ONLY if replay_only else SHRINK if shrink else NO_SHRINK
@@ -160,6 +169,10 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
         test = _seeded(test, seed_value, db)
     try:
         test()
+    except KeyboardInterrupt:
+        if not stoppable:
+            raise
+        return FuzzResult(True, None, "", (), (), machine, interrupted=True)
     except unittest.SkipTest:
         # Only the reuse phase and nothing saved under this machine's key: nothing to run.
         return FuzzResult(True, None, "", (), (), machine)
@@ -475,6 +488,7 @@ class CampaignResult:
     elapsed: float
     outcomes: tuple[JobOutcome, ...]
     first_failure: Failure | None
+    interrupted: bool = False  # Ctrl-C: the outcomes are the batches finished by then
 
     @property
     def branches(self) -> collections.Counter[str]:
@@ -489,11 +503,13 @@ class CampaignResult:
 
 
 _STOP: Any = None  # a multiprocessing Event, set when any job finds a counterexample
+_DONE: Any = None  # a multiprocessing Queue: each job's outcome so far, after each batch
 
 
-def _init_job(stop: Any) -> None:
-    global _STOP
-    _STOP = stop
+def _init_job(stop: Any, done: Any = None) -> None:
+    global _STOP, _DONE
+    _STOP, _DONE = stop, done
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
 
 
 def batch_seed(base_seed: int, job: int, jobs: int, batch: int) -> int:
@@ -529,6 +545,10 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
                               result.narrative, result.steps, job, seed_value)
             if _STOP is not None:
                 _STOP.set()
+        if _DONE is not None:  # what the parent keeps if the user stops the campaign
+            _DONE.put(JobOutcome(job, tuple(seeds), examples, steps_taken, requests,
+                                 dict(branches), failure))
+        if failure is not None:
             break
         batch += 1
         if deadline is None or time.time() >= deadline or (_STOP is not None
@@ -540,35 +560,64 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
 
 def campaign(target: FuzzTarget, *, jobs: int, duration: float | None, max_examples: int,
              steps: int, base_seed: int, database: str | None,
-             shrink: bool = True) -> CampaignResult:
+             shrink: bool = True, progress: Progress | None = None) -> CampaignResult:
     """`jobs` processes over one example database, each starting batches until `duration`
     seconds have passed (the batch under way finishes); the first counterexample stops
-    every job at its next batch. `shrink=False` reports counterexamples as found."""
+    every job at its next batch. `shrink=False` reports counterexamples as found.
+    `progress` counts seconds of the duration (or batches done, without one). Ctrl-C
+    stops every job at once; the result then holds the batches finished by then
+    (`interrupted`)."""
     started = time.time()
     deadline = None if duration is None else started + duration
     context = multiprocessing.get_context("spawn")  # no forked threads or locks
-    stop = context.Event()
-    outcomes: list[JobOutcome] = []
-    first: Failure | None = None
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_job,
-                             initargs=(stop,)) as pool:
-        pending = {pool.submit(run_job, target, job=j, jobs=jobs, base_seed=base_seed,
-                               deadline=deadline, max_examples=max_examples, steps=steps,
-                               database=database, shrink=shrink) for j in range(jobs)}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: f.result().job):
-                outcome = future.result()
-                outcomes.append(outcome)
-                if first is None and outcome.failure is not None:
-                    first = outcome.failure
-    outcomes.sort(key=lambda o: o.job)
-    return CampaignResult(jobs, time.time() - started, tuple(outcomes), first)
+    stop, done = context.Event(), context.Queue()
+    latest: dict[int, JobOutcome] = {}
+    interrupted = False
+    pool = context.Pool(processes=jobs, initializer=_init_job, initargs=(stop, done))
+
+    def drain() -> None:
+        while True:
+            try:
+                outcome = done.get_nowait()
+            except queue.Empty:
+                return
+            latest[outcome.job] = outcome
+            if progress is not None and duration is None:
+                progress.to(sum(len(o.seeds) for o in latest.values()))
+    try:
+        pending = [pool.apply_async(run_job, (target,), dict(
+            job=j, jobs=jobs, base_seed=base_seed, deadline=deadline,
+            max_examples=max_examples, steps=steps, database=database, shrink=shrink))
+            for j in range(jobs)]
+        while not all(p.ready() for p in pending):
+            time.sleep(0.2)
+            drain()
+            if progress is not None and duration is not None:
+                progress.to(min(duration, time.time() - started),
+                            f"{sum(o.examples for o in latest.values())} examples")
+        for p in pending:
+            latest[p.get().job] = p.get()
+        pool.close()
+    except KeyboardInterrupt:
+        interrupted = True
+        pool.terminate()
+        drain()
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.join()
+    outcomes = tuple(sorted(latest.values(), key=lambda o: o.job))
+    first = next((o.failure for o in outcomes if o.failure is not None), None)
+    return CampaignResult(jobs, time.time() - started, outcomes, first, interrupted)
 
 
 def report_campaign(result: CampaignResult, out: TextIO, *, target: FuzzTarget,
                     database: str | None, steps: int) -> int:
     examples = sum(o.examples for o in result.outcomes)
+    if result.interrupted:
+        print(f"PARTIAL: stopped (Ctrl-C) after {result.elapsed:.1f} s; below, the batches "
+              "each job had finished by then (a batch under way is lost)", file=out)
     print(f"campaign: {result.jobs} job(s), {result.elapsed:.1f} s, {examples} example(s), "
           f"{sum(o.steps for o in result.outcomes)} step(s), "
           f"{sum(o.requests for o in result.outcomes)} request(s)", file=out)
@@ -584,14 +633,15 @@ def report_campaign(result: CampaignResult, out: TextIO, *, target: FuzzTarget,
         keys = target.tenant_keys()
         unoffered = Offered(surface_of(target.factory()())).unoffered(
             len(keys) if keys is not None else 2)
-        return _print_branches(result.branches, out, unoffered)
+        code = _print_branches(result.branches, out, unoffered)
+        return EXIT_INTERRUPTED if result.interrupted else code
     _print_branches(result.branches, out)
     print(f"\nfirst counterexample: job {failure.job}, seed {failure.seed}", file=out)
     _print_counterexample(failure.requirement_id, failure.message, failure.narrative,
                           failure.program, failure.steps, out, target.program_header())
     print_reproduction(out, target=target, database=database, steps=steps,
                        seed_value=failure.seed)
-    return EXIT_COUNTEREXAMPLE
+    return EXIT_INTERRUPTED if result.interrupted else EXIT_COUNTEREXAMPLE
 
 
 def print_reproduction(out: TextIO, *, target: FuzzTarget, database: str | None, steps: int,

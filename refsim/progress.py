@@ -1,0 +1,128 @@
+"""Long work as a user watches it: a progress bar on a terminal (tqdm: done, out of how
+much, the rate and the time left), nothing when the output is not a terminal or with
+`--quiet`, and Ctrl-C as a clean stop that keeps what was already found.
+
+`run_all` spreads calls over processes (or runs them in this one) and returns what
+finished, in order, with whether the user stopped it: worker processes ignore SIGINT (the
+terminal sends it to every process of the group) and are terminated by the parent, so a
+Ctrl-C prints no traceback from any of them."""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any, TextIO, TypeVar
+
+from tqdm import tqdm
+
+T = TypeVar("T")
+
+# The exit status of a run the user stopped with Ctrl-C (128 + SIGINT, as shells report).
+EXIT_INTERRUPTED = 130
+
+
+class Stopped(Exception):
+    """Ctrl-C stopped long work; `partial` is what it had found by then."""
+
+    def __init__(self, partial: Any, done: int, total: int) -> None:
+        super().__init__(f"stopped after {done} of {total}")
+        self.partial, self.done, self.total = partial, done, total
+
+
+def on_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or unusual stream: no terminal
+        return False
+
+
+class Progress:
+    """A bar on `stream` (stderr by default) when it is a terminal and not `quiet`;
+    otherwise it draws nothing. `total` None counts without a total (no time left)."""
+
+    def __init__(self, total: float | None, what: str, *, unit: str = "it",
+                 quiet: bool = False, stream: TextIO | None = None) -> None:
+        stream = stream if stream is not None else sys.stderr
+        self.shown = not quiet and on_terminal(stream)
+        self._bar = tqdm(total=total, desc=what, unit=unit, file=stream, leave=False,
+                         dynamic_ncols=True, disable=not self.shown)
+        self.done = 0.0
+
+    def advance(self, amount: float = 1, note: str | None = None) -> None:
+        self.done += amount
+        self._bar.update(amount)
+        if note is not None:
+            self._bar.set_postfix_str(note, refresh=False)
+
+    def say(self, text: str, out: TextIO | None = None) -> None:
+        """A line of the report while the bar is drawn: above the bar, not through it."""
+        out = out if out is not None else sys.stdout
+        if self.shown:
+            tqdm.write(text, file=out)
+        else:
+            print(text, file=out, flush=True)
+
+    def to(self, done: float, note: str | None = None) -> None:
+        """Set what is done (a time-based bar: seconds elapsed of a duration)."""
+        self.advance(max(0.0, done - self.done), note)
+
+    def close(self) -> None:
+        self._bar.close()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def ignore_interrupts() -> None:
+    """In a worker process: the parent decides what a Ctrl-C stops."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _call(packed: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> tuple[int, Any]:
+    index, fn, args = packed
+    return index, fn(*args)
+
+
+def run_all(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], *, jobs: int,
+            progress: Progress | None = None,
+            label: Callable[[tuple[Any, ...]], str] | None = None
+            ) -> tuple[list[T], bool]:
+    """`fn(*args)` for each of `calls`, over `jobs` processes (in this one when jobs <= 1),
+    advancing `progress` as each finishes. Returns the results of the calls that finished,
+    in the order of `calls`, and whether Ctrl-C stopped the run before all did."""
+    done: dict[int, T] = {}
+    interrupted = False
+    if jobs <= 1 or len(calls) <= 1:
+        try:
+            for index, args in enumerate(calls):
+                done[index] = fn(*args)
+                if progress is not None:
+                    progress.advance(1, label(args) if label else None)
+        except KeyboardInterrupt:
+            interrupted = True
+        return [done[i] for i in sorted(done)], interrupted
+    pool = multiprocessing.Pool(processes=min(jobs, len(calls)), initializer=ignore_interrupts)
+    try:
+        packed = [(i, fn, args) for i, args in enumerate(calls)]
+        for index, result in pool.imap_unordered(_call, packed, chunksize=1):
+            done[index] = result
+            if progress is not None:
+                progress.advance(1, label(calls[index]) if label else None)
+    except KeyboardInterrupt:
+        interrupted = True
+        pool.terminate()
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    else:
+        pool.close()
+    pool.join()
+    return [done[i] for i in sorted(done)], interrupted

@@ -1,0 +1,128 @@
+"""Long work as a user watches it: a bar on a terminal and nothing elsewhere, and Ctrl-C
+as a clean stop that keeps what was found (the report marked partial, the files written,
+exit 130, no traceback from the parent or any worker)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from refsim.progress import EXIT_INTERRUPTED, Progress, run_all
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_bar_is_drawn_on_a_terminal_with_done_total_and_time_left() -> None:
+    screen = Terminal()
+    with Progress(4, "faulty hosts", unit="host", stream=screen) as bar:
+        for _ in range(4):
+            time.sleep(0.12)  # tqdm redraws at most every 0.1 s
+            bar.advance(1, "echoes-id")
+    drawn = screen.getvalue()
+    assert "faulty hosts" in drawn and "/4" in drawn and "echoes-id" in drawn
+    assert "<" in drawn  # tqdm's "elapsed<left"
+
+
+@pytest.mark.parametrize("stream, quiet", [(io.StringIO(), False), (Terminal(), True)])
+def test_no_bar_when_not_a_terminal_or_quiet(stream: io.StringIO, quiet: bool) -> None:
+    with Progress(4, "faulty hosts", stream=stream, quiet=quiet) as bar:
+        bar.advance(4)
+    assert stream.getvalue() == ""
+
+
+def _square(n: int) -> int:
+    return n * n
+
+
+def _square_or_interrupt(n: int) -> int:
+    if n == 3:  # as a terminal's Ctrl-C reaches the parent (workers ignore it)
+        os.kill(os.getppid(), signal.SIGINT)
+        time.sleep(5)
+    return n * n
+
+
+def test_run_all_keeps_the_order_of_the_calls_over_processes() -> None:
+    done, stopped = run_all(_square, [(n,) for n in range(6)], jobs=2)
+    assert done == [0, 1, 4, 9, 16, 25] and not stopped
+
+
+def test_run_all_stops_on_ctrl_c_and_keeps_what_finished() -> None:
+    done, stopped = run_all(_square_or_interrupt, [(n,) for n in range(8)], jobs=2)
+    assert stopped and 9 not in done and len(done) < 8
+    assert all(value in {n * n for n in range(8)} for value in done)
+
+
+def test_run_all_in_one_process_stops_on_ctrl_c_too() -> None:
+    def call(n: int) -> int:
+        if n == 2:
+            raise KeyboardInterrupt
+        return n
+    done, stopped = run_all(call, [(n,) for n in range(5)], jobs=1)
+    assert done == [0, 1] and stopped
+
+
+def _press_ctrl_c(after: float, argv: list[str], cwd: Path) -> tuple[int, str]:
+    """Run refsim in a pseudo-terminal of 120 columns and press Ctrl-C after `after` s."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a terminal of its own, Ctrl-C raising KeyboardInterrupt
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.chdir(cwd)
+        os.execv(sys.executable, [sys.executable, "-m", "refsim", *argv])
+    seen, started, pressed = b"", time.monotonic(), False
+    while True:
+        if not pressed and time.monotonic() - started > after:
+            os.write(fd, b"\x03")
+            pressed = True
+        if time.monotonic() - started > 120:
+            os.kill(pid, signal.SIGKILL)
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), seen.decode("utf-8", "replace")
+
+
+@pytest.mark.slow  # starts refsim in a terminal and waits for it to get going
+def test_ctrl_c_during_mutants_prints_the_partial_matrix_and_writes_its_files(
+        tmp_path: Path) -> None:
+    code, screen = _press_ctrl_c(6, ["mutants", "--machine-examples", "0", "--no-http",
+                                     "--json", "m.json", "--html", "m.html"], tmp_path)
+    assert code == EXIT_INTERRUPTED, screen[-2000:]
+    assert "Traceback" not in screen and "KeyboardInterrupt" not in screen
+    assert "faulty hosts:" in screen  # the bar was drawn
+    assert "PARTIAL: stopped (Ctrl-C) after" in screen
+    doc = json.loads((tmp_path / "m.json").read_text())
+    judged = doc["partial"]["judged"]
+    assert 0 < judged < doc["partial"]["of"] and len(doc["mutants"]) == judged
+    assert (tmp_path / "m.html").read_text().startswith("<!")
+
+
+def test_without_a_terminal_mutants_prints_no_bar(capfd: pytest.CaptureFixture[str]) -> None:
+    from refsim.cli import main
+    assert main(["mutants", "--machine-examples", "0", "--no-http", "--only",
+                 "echoes-id"]) == 0
+    captured = capfd.readouterr()
+    assert "faulty hosts:" not in captured.err and "\r" not in captured.out
