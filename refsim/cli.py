@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -150,12 +151,16 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     if not rows:
         print(f"refsim: no check matches {args.prefix!r}", file=sys.stderr)
         return EXIT_USAGE
-    print(report.to_text(rows, label))
-    untested = _untested(remote[0] if remote is not None else target.host())
+    found = []
     if readings:
         baseline = run_parts(Target(profile=args.profile, seed=args.seed), parts, args.prefix)
+        found = changes(baseline, rows)
+    print(report.to_text(rows, label, changed={(c.row.requirement_id, c.row.check_id)
+                                               for c in found}))
+    untested = _untested(remote[0] if remote is not None else target.host())
+    if readings:
         print()
-        print(explain(readings, changes(baseline, rows)))
+        print(explain(readings, found))
     generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assumed = [{"name": r.name, "value": r.value, "reading": r.meaning} for r in readings]
     report.write_reports(rows, label, args.json, args.junit, generated_at=generated,
@@ -529,18 +534,110 @@ def _add_check_options(p: argparse.ArgumentParser) -> None:
                         "test (recordedFixtures without the conformance fixtures)")
 
 
-def _add_remote_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--base-url", help="check a live v2 host over HTTP instead: every row the "
-                                      "wire can witness (also OPENWOP_BASE_URL)")
+def _add_remote_options(p: argparse.ArgumentParser, base_url_help: str,
+                        tenant_b_help: str) -> None:
+    p.add_argument("--base-url", help=base_url_help + " (also OPENWOP_BASE_URL)")
     p.add_argument("--api-key", help="tenant A's API key there (also OPENWOP_API_KEY)")
-    p.add_argument("--tenant-b-api-key", help="a second tenant's key, for the uniformity "
-                                              "leg (also OPENWOP_TEST_TENANT_B_API_KEY)")
+    p.add_argument("--tenant-b-api-key",
+                   help=tenant_b_help + " (also OPENWOP_TEST_TENANT_B_API_KEY)")
+
+
+_CHECK_REMOTE = ("check a live v2 host over HTTP instead: every row the wire can witness",
+                 "a second tenant's key, for the uniformity leg and tenant isolation")
+_FUZZ_REMOTE = ("fuzz a live v2 host over HTTP instead: the machine sends only what its "
+                "discovery advertises",
+                "a second tenant's key: the machine then also asks for tenant B's runs "
+                "from tenant A")
+
+# Each subcommand's --help: what it does, then examples. The first line of each is also
+# its entry in `refsim --help`.
+HELP: dict[str, tuple[str, tuple[str, ...]]] = {
+    "check": ("Run the six conformance legs of v2-eval-recorded-fixtures, every row of the "
+              "RFC example table and every invariant, on the built-in reference host or, "
+              "with --base-url, on any OpenWOP v2 host. One line per check, then the "
+              "totals. Exit 0 when nothing failed or was blocked, 1 when a check failed, 2 "
+              "when one was blocked.",
+              ("refsim check", "refsim check 0252.source",
+               "refsim check --assume merge-suite-fixtures=merge",
+               "refsim check --base-url http://localhost:8080 --api-key KEY_A "
+               "--tenant-b-api-key KEY_B --json report.json")),
+    "conformance": ("Run only the six legs of v2-eval-recorded-fixtures (the conformance "
+                    "scenario), with the options and exit codes of `refsim check`.",
+                    ("refsim conformance", "refsim conformance --base-url http://h:8080 "
+                     "--api-key KEY_A --tenant-b-api-key KEY_B")),
+    "examples": ("Run only the RFC 0252 example table (specs/examples/), with the options "
+                 "and exit codes of `refsim check`.",
+                 ("refsim examples", "refsim examples rfc-0252.example-3")),
+    "invariants": ("Run only the invariant rows (invariants/invariants.yaml), with the "
+                   "options and exit codes of `refsim check`.",
+                   ("refsim invariants", "refsim invariants eval-fixture")),
+    "list": ("Print the terms used, every requirement id with its section, level, witness "
+             "class and checks, then every RFC rule and what covers it. Runs nothing.",
+             ("refsim list", "refsim list | less")),
+    "fuzz": ("Run the stateful Hypothesis machine against the reference host, a faulty or "
+             "correct host of the zoo, or any host over HTTP. It sends only what the host's "
+             "discovery advertises, checks refusal uniformity and fail-closed replay after "
+             "every step, and prints the branch counts (exit 0), or a counterexample as a "
+             "pasteable program (exit 1). Exit 2 when a critical branch was never reached "
+             "(inconclusive); 130 when stopped with Ctrl-C.",
+             ("refsim fuzz", "refsim fuzz --max-examples 300 --steps 40 --seed 7",
+              "refsim fuzz --mutant serves-miss-live",
+              "refsim fuzz --jobs 4 --duration 600 --database .refsim-db",
+              "refsim fuzz --replay --database .refsim-db --steps 30")),
+    "bench": ("Measure replay, recording, derivation, the machine, check and mutants, each "
+              "beside a calibration measured in the same run and its target. Exit 1 if a "
+              "target is not met.",
+              ("refsim bench", "refsim bench --skip-slow --json bench.json",
+               "refsim bench http --clients 8 --seconds 10")),
+    "http": ("Measure the HTTP server under concurrent clients: requests per second and "
+             "latency percentiles, beside a calibration.",
+             ("refsim bench http", "refsim bench http --clients 16 --seconds 20")),
+    "mutants": ("Run the checker (in process and over HTTP) and the machine against every "
+                "faulty host of the zoo and print the kill matrix, then every correct host "
+                "and the pass matrix. Exit 1 if a faulty host survives or a correct host "
+                "gets a false verdict; 130 when stopped with Ctrl-C (what was judged is "
+                "printed and written).",
+                ("refsim mutants", "refsim mutants --machine-examples 0 --no-http",
+                 "refsim mutants --only echoes-id --json m.json --html m.html")),
+    "demo": ("Walk through RFC 0252 in seven narrated chapters on the built-in host and "
+             "write a report folder: report.md, report.html (pictures, no script), "
+             "report.json, history.jsonl and timeline.txt.",
+             ("refsim demo", "refsim demo --out /tmp/d --step", "refsim demo --seed 3")),
+    "doc": ("Regenerate specs/REFERENCE.md from specs/ and invariants/. With --check, write "
+            "nothing and exit 1 if the file is stale.",
+            ("refsim doc", "refsim doc --check", "refsim doc --out /tmp/REFERENCE.md")),
+    "diff": ("Drive two hosts (two readings of an open point, or two profiles) side by side "
+             "with the stateful machine and print the shortest program after which they "
+             "answer differently. Exit 1 on a difference, 0 when none is found, 2 when "
+             "inconclusive (a critical branch never reached).",
+             ("refsim diff --assume gone-copy-code=run_expired --max-examples 300",
+              "refsim diff --profile reference --against content-free-lane",
+              "refsim diff --all --json diffs.json")),
+    "falsify": ("Compute RFC 0252's falsifiability table from the zoo and print it beside "
+                "the RFC's, flagging every disagreement.",
+                ("refsim falsify", "refsim falsify --cached",
+                 "refsim falsify --write specs/falsified.json")),
+    "serve": ("Serve the reference host (or a faulty host of the zoo) over HTTP until "
+              "Ctrl-C. Tenants acme (hk_test_acme) and globex (hk_test_globex) always "
+              "exist; --tenant adds more.",
+              ("refsim serve", "refsim serve --port 0 --tenant initech:hk_initech",
+               "refsim serve --mutant echoes-id")),
+}
+
+
+def _describe(parser: argparse.ArgumentParser, name: str) -> None:
+    text, examples = HELP[name]
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = textwrap.fill(text, 78)
+    parser.epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refsim",
-        description="Reference simulator and spec checker for OpenWOP RFC 0252.")
+        description="Reference simulator and spec checker for OpenWOP RFC 0252.",
+        epilog="`refsim COMMAND --help` gives each command's options and examples. Start "
+               "with `refsim check` (the main job) or `refsim demo` (the tour).")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, parts, text in (
             ("check", ("conformance", "examples", "invariants"),
@@ -550,7 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
             ("invariants", ("invariants",), "run the invariant rows")):
         p = sub.add_parser(name, help=text, description=text)
         _add_check_options(p)
-        _add_remote_options(p)
+        _add_remote_options(p, *_CHECK_REMOTE)
         p.set_defaults(func=lambda a, parts=parts: _run(a, parts))
     lst = sub.add_parser("list", help="print every requirement with its section and checks")
     lst.set_defaults(func=_list)
@@ -577,7 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "found is saved there and replayed first on the next run")
     fuzz.add_argument("--replay", action="store_true",
                       help="only replay what --database holds; generate nothing")
-    _add_remote_options(fuzz)
+    _add_remote_options(fuzz, *_FUZZ_REMOTE)
     fuzz.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")
     fuzz.set_defaults(func=_fuzz)
@@ -668,6 +765,9 @@ def build_parser() -> argparse.ArgumentParser:
     falsify.set_defaults(func=_falsify)
     from refsim import cli_http
     cli_http.register(sub)
+    for name, subparser in sub.choices.items():
+        _describe(subparser, name)
+    _describe(bench_http, "http")
     return parser
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -77,9 +79,16 @@ def test_assume_reports_which_checks_change_and_why(reading: str, changed: str,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--assume", reading]) == 1
     out = capsys.readouterr().out
-    explained = out[out.index("Assuming " + reading):]
-    assert f"{changed} " in explained and "executed-pass -> executed-fail" in explained
-    assert "because " in explained
+    table, explained = out[:out.index("Assuming " + reading)], out[out.index("Assuming "
+                                                                            + reading):]
+    assert re.search(rf"  {re.escape(changed)}[ :]", explained)
+    assert "executed-pass -> executed-fail" in explained and "because " in explained
+    # Each changed row explained once, after the table; the table only names it.
+    reasons = [ln.strip() for ln in explained.splitlines() if ln.startswith("      because")]
+    assert reasons and all(r.removeprefix("because ") not in table for r in reasons)
+    assert len(reasons) == len(set(reasons)) or len(explained.split("\n  ")) > 1
+    # What was observed, in words: no Python reprs, no placeholders.
+    assert "{'" not in explained and "None" not in explained and "($" not in out
 
 
 def test_a_reading_the_rfc_allows_fails_no_row(capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,7 +98,7 @@ def test_a_reading_the_rfc_allows_fails_no_row(capsys: pytest.CaptureFixture[str
     assert main(["check", "--assume", "fixture-errors=not-advertised"]) == 0
     out = capsys.readouterr().out
     explained = out[out.index("Assuming fixture-errors=not-advertised"):]
-    assert "refsim.example.0252.failed-call-with-fixture-errors " in explained
+    assert "refsim.example.0252.failed-call-with-fixture-errors (" in explained
     assert "executed-pass -> inapplicable" in explained and "executed-fail" not in explained
     assert main(["check", "--assume", "gone-copy-code=run_expired"]) == 0
     assert "No check changes under this reading." in capsys.readouterr().out
@@ -108,6 +117,25 @@ def test_list_prints_every_requirement_without_running(capsys: pytest.CaptureFix
     for leg in LEGS:
         assert leg in out
     assert "R10" in out and "eval-fixture-run-tenant-scoped" in out
+
+
+def test_list_defines_every_term_it_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    from refsim.check.registry import CHECK_KINDS, LEVELS, TERMS, WITNESSES
+    assert {*LEVELS, *WITNESSES, *(f"{k}:" for k in CHECK_KINDS)} <= set(TERMS)
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    legend, table = out.split("Requirements (", 1)
+    defined = {ln.split("  ")[1].strip() for ln in legend.splitlines()[2:] if ln.strip()}
+    printed = set()
+    for line in table.splitlines():
+        words = line.split()
+        printed |= {w for w in words if w in WITNESSES}
+        printed |= {level for level in LEVELS if f"  {level}  " in line}
+        printed |= {w.split(":")[0] + ":" for w in words if w.split(":")[0] in CHECK_KINDS
+                    and ":" in w}
+        printed |= {term for term in ("covered by", "not covered", "UNCOVERED", "no check")
+                    if f"-> {term}" in line}
+    assert printed and printed <= defined, printed - defined
 
 
 @pytest.mark.slow  # a second of machine runs
@@ -211,3 +239,25 @@ def test_a_write_the_file_system_refuses_later_is_a_usage_line(
     assert main(["check", "0252.shape", "--json", str(tmp_path / "r.json")]) == 2
     err = capsys.readouterr().err
     assert "refsim: [Errno 13] Permission denied" in err and "Traceback" not in err
+
+
+def test_every_subcommand_has_its_own_description_and_examples_that_parse() -> None:
+    import shlex
+
+    from refsim.cli import HELP, build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    names = set(sub.choices)
+    assert names <= set(HELP)
+    descriptions = [HELP[n][0] for n in HELP]
+    assert len(set(descriptions)) == len(descriptions)
+    for name, (text, examples) in HELP.items():
+        assert len(text) > 60 and examples, name
+        for example in examples:
+            argv = shlex.split(example.split("|")[0])
+            assert argv[0] == "refsim"
+            assert name in argv[1:3], example
+            parser.parse_args(argv[1:])  # exits (SystemExit) on an example that is wrong
+    shown = sub.choices["fuzz"].format_help()
+    assert "fuzz a live v2 host" in shown and "check a live v2 host" not in shown
+    assert "examples:\n  refsim fuzz" in shown

@@ -225,11 +225,25 @@ def test_text_keeps_names_whole_and_prints_a_failure_reason_in_full() -> None:
     assert all(len(ln) <= report.TEXT_WIDTH for ln in lines[2:-1])
 
 
-def test_text_clips_only_a_passing_rows_routine_detail() -> None:
-    ok_row = Row.judged(P + "shape", SCN, [ok(P + "shape", "fine")] * 3,
-                        check_id="c" * 150)
-    line = report.to_text([ok_row], HOST).splitlines()[1]
-    assert ok_row.check_id in line
+def test_text_fits_the_width_given_and_wraps_a_passing_rows_detail_below() -> None:
+    ok_row = Row.judged(P + "shape", SCN, [ok(P + "shape", "fine")] * 12345,
+                        check_id="c" * 50)
+    detail = ok_row.detail
+    for width in (60, 90, 140):
+        lines = report.to_text([ok_row], HOST, width=width).splitlines()
+        assert ok_row.check_id in lines[1]  # the name is never cut
+        assert all(len(ln) <= width for ln in lines[2:-1])
+        assert "..." not in "\n".join(lines)
+        shown = " ".join(ln.strip() for ln in lines[1:-1])
+        assert shown.endswith(detail)  # nothing of the detail is lost
+    assert len(report.to_text([ok_row], HOST, width=200).splitlines()) == 3  # one line
+
+
+def test_text_takes_the_terminals_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "72")
+    assert report.terminal_width() == 72
+    monkeypatch.setenv("COLUMNS", "10")
+    assert report.terminal_width() == 40
 
 
 # -- verdict --------------------------------------------------------------------------------------

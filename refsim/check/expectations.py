@@ -560,9 +560,10 @@ class ResolutionsUnchanged(Expectation):
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         assert ctx.inspector is not None
-        return [judges.no_reresolution(ctx.req, was, ctx.inspector.resolutions(
-            str(ctx.subst(ref))), f"{label} ({ref})") for ref, was in zip(value, before,
-                                                                          strict=True)]
+        return [judges.no_reresolution(
+            ctx.req, was, ctx.inspector.resolutions(str(ctx.subst(ref))),
+            f"{label} (run {ref.removeprefix('$')})")
+            for ref, was in zip(value, before, strict=True)]
 
 
 class LiveCallsUnchanged(Flag):
@@ -640,8 +641,19 @@ class DerivedEntries(Expectation):
         return [check(ctx.req, same,
                       f"{label}: (white box) task {value['task']} derived {len(want)} "
                       "expected entr(ies)" if same else f"{label}: (white box) task "
-                      f"{value['task']} derived {got}, expected {want}",
+                      f"{value['task']} derived {_entries_in_words(got)}; expected "
+                      f"{_entries_in_words(want)}",
                       {"got": got, "expected": want})]
+
+
+def _entries_in_words(entries: Any) -> str:
+    """Derived entries as a person reads them: how many, then each tool with its args."""
+    if not isinstance(entries, list):
+        return "nothing"
+    shown = [f"{e.get('tool')} {json.dumps(e.get('args'), sort_keys=True)}"
+             if isinstance(e, dict) else json.dumps(e) for e in entries]
+    return f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}" + (
+        ": " + "; ".join(shown) if shown else "")
 
 
 class DerivedCopies(Expectation):

@@ -20,6 +20,37 @@ OBLIGATIONS = frozenset({"MUST", "MUST NOT", "SHOULD", "SHOULD NOT"})
 WITNESSES = ("witnessable-unaided", "witnessable-gated", "seam-gated", "claims-check",
              "negative-existence", "unwitnessable")
 CHECK_KINDS = ("scenario", "example", "invariant", "machine")
+# What `refsim list` prints, defined (Registry.terms keeps those in use).
+TERMS = {
+    "MUST": "the RFC's keyword (RFC 2119): an absolute requirement",
+    "MUST NOT": "the RFC's keyword: an absolute prohibition",
+    "SHOULD": "the RFC's keyword: required unless a host has a reason it can state",
+    "SHOULD NOT": "the RFC's keyword: prohibited unless a host has a reason it can state",
+    "MAY": "the RFC's keyword: truly optional",
+    "DEF": "a definition or ruling the RFC states with no keyword: what the rest is read by",
+    "witnessable-unaided": "a client sees it on the wire with the protocol alone",
+    "witnessable-gated": "a client sees it on the wire where the host advertises the "
+                         "capability (agents.evalSuite.recordedFixtures) and the fixtures",
+    "seam-gated": "seen only through a conformance seam the host exposes for tests (the "
+                  "counter tool, erasure, the resolve count)",
+    "claims-check": "checked against what the host says of itself (discovery, the summary) "
+                    "rather than by an outcome",
+    "negative-existence": "shown by something being absent (no member, no run, no event)",
+    "unwitnessable": "no outside party can see it; refsim checks it in process only, and "
+                     "the line under it says why",
+    "scenario:": "a check: a leg of the conformance scenario v2-eval-recorded-fixtures",
+    "example:": "a check: a row of the RFC example table (specs/examples/)",
+    "invariant:": "a check: a row of invariants/invariants.yaml",
+    "machine:": "a check: a rule of the stateful machine (refsim fuzz)",
+    "§A..§E": "the sections of RFC 0252; Security, Conformance, Implementation notes and "
+              "Unresolved questions are its other headings",
+    "R1, S1, UQ1, IMPL1": "rule ids: the RFC's normative lines (R), Security items (S), "
+                          "steward rulings (UQ), the implementation notes (IMPL)",
+    "covered by": "the requirement ids whose checks witness the rule",
+    "not covered": "an obligation nothing outside can witness, with the reason",
+    "UNCOVERED": "an obligation no check witnesses: a gap in refsim",
+    "no check": "a definition with no check of its own",
+}
 ID_PREFIXES = ("openwop.requirement.", "refsim.requirement.")
 
 RULE_ID_RE = re.compile(r"^[A-Z]+[0-9]+[a-z]?$")
@@ -271,9 +302,23 @@ class Registry:
         return [q for q in self.requirements
                 if q.id.startswith(prefix) or prefix in q.short]
 
+    def terms(self) -> list[tuple[str, str]]:
+        """Every term `refsim list` prints, with its meaning: the levels, witness classes
+        and check kinds in use, then the words of the coverage lines."""
+        used = ({q.level for q in self.requirements} | {r.level for r in self.rules}
+                | {q.witness for q in self.requirements} | {r.witness for r in self.rules}
+                | {c.split(":", 1)[0] + ":" for q in self.requirements for c in q.checks})
+        varies = {*LEVELS, *WITNESSES, *(f"{kind}:" for kind in CHECK_KINDS)}
+        return [(term, meaning) for term, meaning in TERMS.items()
+                if term in used or term not in varies]
+
     def format_list(self) -> str:
-        """What `refsim list` prints: requirements with their checks, then rule coverage."""
-        lines = [f"Requirements ({len(self.requirements)})", ""]
+        """What `refsim list` prints: the terms it uses, requirements with their checks,
+        then rule coverage."""
+        terms = self.terms()
+        twidth = max(len(t) for t, _ in terms)
+        lines = ["Terms", ""] + [f"  {t:<{twidth}}  {meaning}" for t, meaning in terms] + [""]
+        lines += [f"Requirements ({len(self.requirements)})", ""]
         width = max((len(q.id) for q in self.requirements), default=0)
         swidth = max((len(q.section) for q in self.requirements), default=0)
         for q in self.requirements:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import textwrap
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -137,10 +138,6 @@ def to_junit(rows: Sequence[Row], host: str) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _clip(line: str, width: int) -> str:
-    return line if len(line) <= width else line[: width - 3] + "..."
-
-
 def totals_line(rows: Sequence[Row]) -> str:
     counts = totals(rows)
     counted = judged(rows)
@@ -152,21 +149,33 @@ def totals_line(rows: Sequence[Row]) -> str:
         f"; {aside} in process only (listed apart)" if aside else "")
 
 
-def to_text(rows: Sequence[Row], host: str, width: int = TEXT_WIDTH) -> str:
-    """One line per row, then the totals: what a person reads in a terminal."""
+def terminal_width() -> int:
+    """The terminal's width in columns (COLUMNS, then the terminal itself), TEXT_WIDTH when
+    the output is no terminal; never under 40."""
+    return max(40, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns)
+
+
+def to_text(rows: Sequence[Row], host: str, width: int | None = None,
+            changed: Collection[tuple[str, str]] = ()) -> str:
+    """One line per row, then the totals: what a person reads in a terminal. A row whose
+    detail does not fit beside its name on one line of `width` (the terminal's) gets it
+    wrapped below; nothing is cut. Rows `changed` by an --assume reading (requirement id,
+    check id) are explained once, after the table, and only named here."""
+    width = width if width is not None else terminal_width()
     lines = [f"refsim against {host}"]
     for row in judged(rows):
         check = row.check_id or row.requirement_id
         name = row.requirement_id + (f" ({check})" if check != row.requirement_id else "")
         head = f"{row.disposition.value:<13} {name} [{row.assertion_count}]"
         detail = " ".join(row.detail.split())
-        if row.passed:
-            # The name is never cut; only a passing row's routine detail is.
-            lines.append(head + _clip(" " + detail, max(0, width - len(head))))
+        if (row.requirement_id, row.check_id) in changed:
+            detail = "changed by the reading assumed: see below"
+        if row.passed and len(head) + 1 + len(detail) <= width:
+            lines.append(f"{head} {detail}".rstrip())
         else:
             lines.append(head)
             lines.extend("    " + part for part in textwrap.wrap(
-                detail, max(40, width - 4), break_on_hyphens=False, break_long_words=False))
+                detail, max(36, width - 4), break_on_hyphens=False, break_long_words=False))
     aside = apart(rows)
     if aside:
         lines.append(f"In process only, not run on this host ({len(aside)}; no pass, no fail, "

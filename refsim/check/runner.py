@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -128,6 +129,8 @@ def changes(before: Sequence[Row], after: Sequence[Row]) -> list[Change]:
 
 
 def explain(readings: Sequence[Reading], found: Sequence[Change]) -> str:
+    """Each row a reading changed, once: how its disposition moved, then each failed
+    finding with what the checker observed, in words."""
     lines = []
     for reading in readings:
         lines.append(f"Assuming {reading}: {reading.meaning}")
@@ -137,15 +140,80 @@ def explain(readings: Sequence[Reading], found: Sequence[Change]) -> str:
         was = change.before.disposition.value if change.before else "absent"
         row = change.row
         name = row.check_id if row.check_id != row.requirement_id else row.requirement_id
-        lines.append(f"  {name} ({row.requirement_id}): {was} -> {row.disposition.value}")
+        under = f" ({row.requirement_id})" if name != row.requirement_id else ""
+        lines.append(f"  {name}{under}: {was} -> {row.disposition.value}")
+        shown: set[str] = set()
         for finding in row.findings:
-            if not finding.ok:
-                lines.append(f"      because {finding.message}")
-                if finding.observation is not None:
-                    lines.append(f"      observed {_short(finding.observation)}")
+            if finding.ok or finding.message in shown:
+                continue
+            shown.add(finding.message)
+            lines.append(f"      because {finding.message}")
+            observation = finding.observation
+            words = None if observation is None or (  # a reason that gives both already
+                isinstance(observation, Mapping) and set(observation) <= {"got", "expected"}
+            ) else in_words(observation)
+            # Said once per row, and only where it adds to the reason.
+            if words is not None and words not in shown and not _said(words, finding.message):
+                shown.add(words)
+                lines.append(f"        observed: {words}")
+        if not row.findings and row.detail:
+            lines.append(f"      because {row.detail}")
     return "\n".join(lines)
 
 
-def _short(value: object, limit: int = 300) -> str:
-    text = repr(value)
+def _said(words: str, message: str) -> bool:
+    """Whether a reason already carries what the observation in words would add: every run
+    id it names."""
+    ids = [w.strip(",()") for w in words.split() if "/" in w and not w.startswith("(")]
+    return bool(ids) and all(i in message for i in ids)
+
+
+def in_words(observation: object, limit: int = 240) -> str:
+    """An observation as a sentence: an answer by its status, code, message and the run it
+    names; a change of the run list by the runs it gained; anything else as compact JSON."""
+    if isinstance(observation, Mapping):
+        if "status" in observation:
+            return _answer_in_words(observation, limit)
+        if "new" in observation:
+            new = list(observation.get("new") or [])
+            aside = list(observation.get("setAside") or [])
+            return (f"the run list gained {', '.join(map(str, new)) or 'nothing'}"
+                    + (f" (set aside as the checker's own: {len(aside)})" if aside else ""))
+        if set(observation) == {"before", "after"}:
+            return f"{observation['before']} before, {observation['after']} after"
+        answers = {label: _first_answer(value) for label, value in observation.items()}
+        if answers and all(a is not None for a in answers.values()):
+            return _clip("; ".join(f"{label}: " + _answer_in_words(a, limit).removeprefix(
+                "the host answered ") for label, a in answers.items() if a is not None),
+                limit * 2)
+    return _clip(json.dumps(observation, sort_keys=True, default=repr), limit)
+
+
+def _first_answer(value: object) -> Mapping[str, Any] | None:
+    """An observed answer (or the first of a list of them), or None."""
+    if isinstance(value, list) and value:
+        value = value[0]
+    return value if isinstance(value, Mapping) and "status" in value else None
+
+
+def _answer_in_words(answer: Mapping[str, Any], limit: int) -> str:
+    status, body = answer.get("status"), answer.get("body")
+    words = f"the host answered {status}"
+    if isinstance(body, Mapping):
+        if isinstance(body.get("error"), str):
+            words += f" {body['error']}"
+            if isinstance(body.get("message"), str):
+                words += f' ("{body["message"]}")'
+        elif isinstance(body.get("runId"), str):
+            words += f", a run was made: {body['runId']}"
+            if isinstance(body.get("status"), str):
+                words += f" ({body['status']})"
+        else:
+            words += " with " + _clip(json.dumps(body, sort_keys=True, default=repr), limit)
+    elif body not in (None, "", b""):
+        words += " with " + _clip(str(body), limit)
+    return words
+
+
+def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
