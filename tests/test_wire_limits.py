@@ -156,7 +156,8 @@ def test_delegate_steps_count_toward_the_step_cap() -> None:
 def test_the_largest_accepted_requests_hold_the_host_briefly(
         record_property: Callable[[str, object], None]) -> None:
     """Suites at the caps are accepted; the host time of each run (the lock held) is
-    recorded as a property of the test (`--junitxml` keeps it). The bound asserted is far above the 200 ms target: a figure, not a race."""
+    recorded as a property of the test (`--junitxml` keeps it). The bound asserted is far
+    above the 200 ms target: a figure, not a race."""
     host = SimHost(seed=0)
     calls, tasks, trials = limits.MAX_RUN_CALLS, limits.MAX_SUITE_TASKS, limits.MAX_TRIALS
     largest = {"calls": suite("calls", tasks=3, calls=calls // 3),
