@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from refsim import SimHost
+from refsim import Response, SimHost
 from refsim.check.session import REPLAY, SOURCE, Session, eval_body, run_path
 
 KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
@@ -91,3 +91,28 @@ def test_a_response_is_a_copy_that_cannot_rewrite_the_host() -> None:
     assert replay.status == 201
     assert Session(first, KEY_A).summary(str(replay.json["runId"]))["tasks"][0][
         "fixtureMissCount"] == 0
+
+
+def test_a_source_id_with_a_lone_surrogate_gets_the_uniform_refusal() -> None:
+    """RFC 0252 §C: an undecodable id is refused like every unusable source, one fixed
+    body; a lone surrogate in the id is no reason for a refusal of its own."""
+    host = SimHost(seed=0)
+
+    def replay(value: bytes) -> Response:
+        return host.request_raw(
+            "POST", "/runs", headers={"Authorization": "Bearer " + KEY_A},
+            body=b'{"mode": "eval", "evalSuiteRef": "conformance-eval-recorded-replay", '
+                 b'"agentId": "conformance.eval:recorder", "fixtureRuns": {"record": "'
+                 + value + b'"}}')
+    unknown = replay(b"acme/run-00000000000000000000")
+    assert unknown.status == 400 and unknown.json["error"] == "validation_error"
+    for value in (b"acme/run-\\ud800abc", b"\\udfff", b"acme/\\udc00/x"):
+        refused = replay(value)
+        assert refused.body == unknown.body, (value, refused.body)
+    # Elsewhere in the body, it is still no I-JSON: the key of the map included.
+    key = host.request_raw(
+        "POST", "/runs", headers={"Authorization": "Bearer " + KEY_A},
+        body=b'{"mode": "eval", "evalSuiteRef": "conformance-eval-recorded-replay", '
+             b'"agentId": "conformance.eval:recorder", "fixtureRuns": {"\\ud800": "x/y"}}')
+    assert key.status == 400 and "surrogate" in key.json["message"]
+    assert not host.core.runs
