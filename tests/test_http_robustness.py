@@ -3,6 +3,7 @@ stays up."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -152,6 +153,36 @@ def test_expect_100_continue_for_an_oversized_body_is_answered_at_once(served: A
                          b"Content-Length: 5000000\r\n\r\n")
     assert answer is not None
     assert_envelope(*answer, expected=(413, "payload_too_large"))
+
+
+def test_an_oversized_body_is_refused_from_its_header_alone_whatever_the_client_does(
+        served: Any) -> None:
+    """413 before a byte of the body is read, with or without Expect: 100-continue; a client
+    that gives up waiting and sends the body anyway gets no second answer (no 400 for the
+    body read as the next request): the connection closes after the 413."""
+    server, _ = served
+    for expect in (b"Expect: 100-continue\r\n", b""):
+        sock = socket.create_connection(server.address, timeout=10)
+        try:
+            sock.sendall(b"POST /runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Authorization: Bearer " + KEY_A.encode() + b"\r\n" + expect
+                         + b"Content-Length: 5000000\r\n\r\n")
+            started = time.monotonic()
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert (response.status, json.loads(response.read())["error"]) == (
+                413, "payload_too_large")
+            assert time.monotonic() - started < 2  # not after a wait for the body
+            assert response.getheader("Connection") == "close"
+            with contextlib.suppress(OSError):  # the client sends the body anyway
+                sock.sendall(b"x" * 65536)
+            rest = b""
+            with contextlib.suppress(OSError):
+                while chunk := sock.recv(65536):
+                    rest += chunk
+            assert b"HTTP/1.1" not in rest, rest[:200]
+        finally:
+            sock.close()
 
 
 @pytest.mark.parametrize("framing", [

@@ -267,10 +267,14 @@ class WireApp:
             await self._refuse(send, validation(message), head=head)
             return
         declared = int(lengths[0]) if lengths and lengths[0].strip().isdigit() else 0
+        linger: Receive | None = None
         if declared > MAX_BODY_BYTES:
             expect = (_get(headers, "expect") or "").lower() == "100-continue"
             if not expect and declared <= DRAIN_MAX_BYTES:
-                await self._drain(receive)  # so the client reads the 413, not a reset
+                # The answer goes out from the header alone; the body the client sends
+                # anyway is read and discarded after it (a lingering close), so that the
+                # client reads the 413, not a reset.
+                linger = receive
             # Stands in for the unread body: the handler refuses on size (413) after its
             # earlier checks (the protocol version) hold.
             body: bytes | None = bytes(MAX_BODY_BYTES + 1)
@@ -300,7 +304,7 @@ class WireApp:
                 return
             if _is_long_poll(target, response):
                 response = await self._long_poll(receive, target, headers, response)
-        await self._write(send, response, close=close, head=head)
+        await self._write(send, response, close=close, head=head, linger=linger)
 
     async def _read_body(self, receive: Receive, declared: int) -> bytes | None:
         if declared == 0:
@@ -366,14 +370,20 @@ class WireApp:
         return out
 
     async def _write(self, send: Send, response: Response, *, close: bool = False,
-                     head: bool = False) -> None:
+                     head: bool = False, linger: Receive | None = None) -> None:
+        """Send the answer. With `linger`, the whole answer is sent first (the client has
+        it all, by its Content-Length) and the connection stays open while what the client
+        still sends is drained, within DRAIN_SECONDS and DRAIN_MAX_BYTES."""
         status = response.status
         body = b"" if status in _NO_BODY_STATUS or status < 200 else response.body
         length = None if status in _NO_BODY_STATUS else len(body)
         await send({"type": "http.response.start", "status": status,
                     "headers": self._head(response, close=close, length=length)})
         await send({"type": "http.response.body", "body": b"" if head else body,
-                    "more_body": False})
+                    "more_body": linger is not None})
+        if linger is not None:
+            await self._drain(linger)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # -- long poll
 
