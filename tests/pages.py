@@ -152,12 +152,14 @@ def check_report(root: Node, slugs: list[str], legs: list[str]) -> dict[str, lis
     for section, slug in zip(sections, slugs, strict=True):
         assert section.attrs["id"] == f"chapter-{slug}"
         (svg,) = section.find_all("svg", "sequence")
-        assert svg.attrs["role"] == "img"
-        title_id, desc_id = svg.attrs["aria-labelledby"].split()
-        assert ids[title_id].tag == "title" and ids[title_id].text().strip()
-        assert ids[desc_id].tag == "desc" and len(ids[desc_id].text()) > 20
-        assert ids[title_id] in svg.iter() and ids[desc_id] in svg.iter()
-        assert [g.attrs["data-lane"] for g in svg.find_all("g", "lane")] == LANES
+        for figure in (svg, *section.find_all("svg", "sequence-all")):
+            assert figure.attrs["role"] == "img"
+            title_id, desc_id = figure.attrs["aria-labelledby"].split()
+            assert ids[title_id].tag == "title" and ids[title_id].text().strip()
+            assert ids[desc_id].tag == "desc" and len(ids[desc_id].text()) > 20
+            assert ids[title_id] in figure.iter() and ids[desc_id] in figure.iter()
+            assert [g.attrs["data-lane"] for g in figure.find_all("g", "lane")] == LANES
+        check_folds(section, svg)
         states[slug] = [g.attrs["data-state"] for g in svg.find_all("g", "step")]
     assert len(root.find_all("svg", "sequence")) == len(slugs)
 
@@ -182,6 +184,34 @@ def check_report(root: Node, slugs: list[str], legs: list[str]) -> dict[str, lis
             assert "chapter" in target.classes
             assert row.attrs["data-leg"] in target.find("p", "meta").text()
     return states
+
+
+def check_folds(section: Node, folded: Node) -> int:
+    """Assert a chapter's polls by the checker: the folded figure draws every request of
+    the chapter either as a row or inside a fold row (data-seqs), and tells the folds in
+    its <desc>; when it folds any, a <details> toggle holds the full figure, which draws
+    them all, marked as polls. Returns how many polls are folded."""
+    story = [int(g.attrs["data-seq"]) for g in folded.find_all("g", "step")
+             if g.attrs["data-kind"] == "request"]
+    folds = folded.find_all("g", "fold")
+    polled = [int(s) for g in folds for s in g.attrs["data-seqs"].split()]
+    for g in folds:
+        assert int(g.attrs["data-polls"]) == len(g.attrs["data-seqs"].split())
+        assert f"⋯ {g.attrs['data-polls']} poll" in g.text() and "by the checker" in g.text()
+    assert not set(story) & set(polled)
+    toggles = section.find_all("details", "polls")
+    if not folds:
+        assert not toggles and not section.find_all("svg", "sequence-all")
+        return 0
+    assert "polls the host" in folded.find("desc").text()
+    (toggle,) = toggles
+    assert "show every request" in toggle.find("summary").text()
+    (full,) = toggle.find_all("svg", "sequence-all")
+    requests = [g for g in full.find_all("g", "step") if g.attrs["data-kind"] == "request"]
+    assert sorted(int(g.attrs["data-seq"]) for g in requests) == sorted(story + polled)
+    assert sorted(int(g.attrs["data-seq"]) for g in requests if "poll" in g.classes) \
+        == sorted(polled)
+    return len(polled)
 
 
 def expected_cell(m: dict[str, object], req: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,33 @@ def test_the_machine_mark_is_the_shrunk_count_and_the_hover_says_from_what() -> 
         in not_shrunk
     mark, unasked = _machine_cell({**kill, "steps": 22, "shrinkBudget": 0, "shrunk": False})
     assert mark == "M22" and "in 22 step(s): differ" in unasked
+
+
+def test_each_grid_scrolls_in_its_own_box_under_a_host_column_that_stays() -> None:
+    """The page's half of "the matrix reads at 1300 px" (tests/test_browser.py measures it):
+    each grid sits in a box that scrolls sideways, its host column is sticky at the box's
+    left edge over an opaque background, and the requirement headers are drawn upright."""
+    from refsim.demo.matrix import CSS
+
+    doc = {**DOC, "correct": [{"variant": "v", "allows": "a", "cells": {}}]}
+    root = pages.parse(render_matrix(doc))
+    grids = root.find_all("table", "grid")
+    assert len(grids) == 2
+    for box in root.find_all("div", "scroll"):
+        (grid,) = box.find_all("table", "grid")
+        assert box.attrs["role"] == "region" and box.attrs["tabindex"] == "0"
+        assert grid.find("th", "corner")
+        assert all("row" in th.classes for th in grid.find_all("th")
+                   if th.attrs.get("scope") == "row")
+    assert len(root.find_all("div", "scroll")) == 2
+
+    def rule(selector: str) -> str:
+        found = re.search(re.escape(selector) + r"[^{]*\{([^}]*)\}", CSS)
+        assert found, selector
+        return found.group(1)
+
+    assert "overflow-x: auto" in rule(".scroll")
+    sticky = rule(".grid th.row, .grid th.corner")
+    assert "position: sticky" in sticky and "left: 0" in sticky
+    assert "background: var(--head)" in sticky and re.search(r"--head: #[0-9a-f]{6};", CSS)
+    assert "writing-mode: vertical-rl" in rule(".grid th.req span")

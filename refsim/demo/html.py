@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import textwrap
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any, Protocol
@@ -62,11 +62,17 @@ SEAM = "/conformance/seams/eval-counter"
 # Lanes, left to right: (id, heading, second line); x is the lifeline.
 LANES = (("acme", "acme", "tenant"), ("globex", "globex", "tenant"),
          ("host", "host", "refsim, in process"), ("counter", "live counter", COUNTER_TOOL))
-X = {"acme": 90, "globex": 290, "host": 540, "counter": 860}
+X = {"acme": 76, "globex": 250, "host": 490, "counter": 872}
+HEAD_WIDTH = {"acme": 140, "globex": 140, "host": 170, "counter": 220}
+# The figure's width in its own units. The page draws it 1:1 where it fits (a 1300 px window)
+# and never narrower than MIN_WIDTH px (the figure scrolls instead), so 13-unit text is never
+# drawn smaller than 12 px.
 WIDTH = 1260
-TOP = 62  # below the lane headings
-LINE = 14  # label line height
-CHAR = 6.7  # px per character of the 11px monospace labels, to clip labels to their arrow
+FONT = 13  # the labels' font size, in the figure's units
+MIN_WIDTH = 1170  # WIDTH * 12 / FONT is 1163.1; the least width the page draws it at
+TOP = 68  # below the lane headings
+LINE = 17  # label line height
+CHAR = 7.9  # px per character of the 13px monospace labels, to clip labels to their arrow
 
 
 def h(value: object) -> str:
@@ -79,12 +85,33 @@ def _clip(text: str, width_px: float) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def fold_text(line: str, n: int) -> list[str]:
+    """`line` in lines of at most n characters, broken after a space or before the `?` or
+    `&` of a query; a longer piece before a `/` of its path, and only then anywhere."""
+    pieces: list[str] = []
+    for piece in re.split(r"(?<= )|(?=[?&])", line):
+        while len(piece) > n:
+            cut = max(piece.rfind("/", 1, n + 1), 0) or n
+            pieces.append(piece[:cut])
+            piece = piece[cut:]
+        pieces.append(piece)
+    out: list[str] = []
+    current = ""
+    for piece in pieces:
+        if current and len((current + piece).rstrip()) > n:
+            out.append(current.rstrip())
+            current = piece.lstrip()
+        else:
+            current += piece
+    return [*out, current.rstrip()] if current.strip() or not out else out
+
+
 def _wrap(lines: Sequence[str], lane: str) -> tuple[str, ...]:
     """Label lines folded to the room between a tenant's lane and the host's."""
     n = max(8, int((X["host"] - X[lane] - 16) / CHAR))
     out: list[str] = []
     for line in lines:
-        out += textwrap.wrap(line, n, break_on_hyphens=False) or [""]
+        out += fold_text(line, n)
     return tuple(out)
 
 
@@ -109,6 +136,8 @@ class Step:
     state: str = "plain"
     seq: int = 0
     badge: str | None = None  # the live counter's value known after this row
+    poll: str | None = None  # a request made only to observe: what it read (Derivation.poll)
+    full: str = ""  # a request's line unwrapped: what the folded row's hover lists
 
 
 @attrs.frozen
@@ -166,6 +195,7 @@ class Derivation:
         self.recorded = {run: {(c.key, c.status, _canon(c.answer)) for c in calls_of(evs)}
                          for run, evs in events.items()}
         self.seen: dict[tuple[str, str], int] = {}  # the counter's last observed values
+        self.read: set[str] = set()  # every answer a GET got so far, as (path, status, body)
         # Longest first, so no id is replaced inside a longer one.
         self._ids = sorted(((rid, lab) for rid, lab in labels.items()), key=lambda p: -len(p[0]))
 
@@ -184,6 +214,30 @@ class Derivation:
         change = "first reading" if before is None else "unchanged" if before == count \
             else f"moved from {before}"
         return f"{tenant} {key} = {count} ({change})"
+
+    def poll(self, x: Exchange) -> str | None:
+        """What a request the checker made only to observe read, or None when it is part
+        of the story. Read in the demo's order, once per exchange.
+
+        A poll is a GET that changed nothing and showed nothing new: it caused no event and
+        was not refused, and it reads a run's events (the events are drawn where the host
+        emitted them), or asks again for a run or the discovery document and gets the
+        answer already shown. The counter seam's readings are the story (the badges), and
+        the first discovery answer is chapter 1's."""
+        if x.method != "GET" or x.events or x.status >= 400:
+            return None
+        path = x.path.split("?", 1)[0]
+        answer = _canon([path, x.status, x.response])
+        again = answer in self.read
+        self.read.add(answer)
+        run = re.fullmatch(r"/runs/([^/]+)(/events(?:/poll)?)?", path)
+        if run and run.group(2):
+            return f"{self.label(run.group(1))} events"
+        if run and again:
+            return f"{self.label(run.group(1))} run"
+        if path == "/.well-known/openwop" and again:
+            return "discovery"
+        return None
 
     def classify(self, call: Call) -> str:
         """How a call was answered, read off the wire.
@@ -347,13 +401,16 @@ def _note(d: Derivation, x: Exchange, e: Mapping[str, Any]) -> Step | None:
 def steps_of(d: Derivation, exchanges: Sequence[Exchange]) -> list[Step]:
     out: list[Step] = []
     for x in exchanges:
+        poll = d.poll(x)
         who = x.tenant if x.tenant in ("acme", "globex") else "acme, without an API key,"
         first = d.label(f"{x.method} {x.path}") + ("" if x.tenant else "  (no API key)")
         body = _body_line(d, x.body)
         lane = _tenant_lane(x)
         out.append(Step("request", lane, _wrap((first, body) if body else (first,), lane),
-                        f"{who} sends {d.label(x.method + ' ' + x.path)}"
-                        + (f" with {body}" if body else "") + ".", seq=x.seq))
+                        ("The checker polls: " if poll else "")
+                        + f"{who} sends {d.label(x.method + ' ' + x.path)}"
+                        + (f" with {body}" if body else "") + ".", seq=x.seq, poll=poll,
+                        full=" ".join(p for p in (first, body) if p)))
         calls = iter(calls_of(x.events))
         for e in x.events:
             if e.get("type") == "agent.tool-returned":
@@ -364,7 +421,52 @@ def steps_of(d: Derivation, exchanges: Sequence[Exchange]) -> list[Step]:
                     out.append(note)
         lines, say, badge = _answer(d, x)
         out.append(Step("response", lane, _wrap(lines, lane), say,
-                        "refused" if x.status >= 400 else "ok", x.seq, badge))
+                        "refused" if x.status >= 400 else "ok", x.seq, badge, poll))
+    return out
+
+
+@attrs.frozen
+class Fold:
+    """Polls by the checker, one after another, drawn as one row of the folded figure."""
+
+    lane: str
+    steps: tuple[Step, ...]
+
+    @property
+    def count(self) -> int:
+        return len({s.seq for s in self.steps})
+
+    def what(self) -> str:
+        """What they read, in order, each with how many times it was read."""
+        seen: dict[str, int] = {}
+        for s in self.steps:
+            if s.kind == "request" and s.poll:
+                seen[s.poll] = seen.get(s.poll, 0) + 1
+        return ", ".join(f"{k} \u00d7{n}" for k, n in seen.items())
+
+    def line(self) -> str:
+        return f"⋯ {self.count} poll{'s' if self.count != 1 else ''} by the checker: {self.what()}"
+
+    def reads(self) -> list[str]:
+        return [s.full for s in self.steps if s.kind == "request"]
+
+    def say(self) -> str:
+        reads = "; ".join(self.reads())
+        return (f"The checker polls the host {self.count} time(s) only to observe ({reads}); "
+                "folded here, drawn in full when the polls are shown.")
+
+
+def fold(steps: Sequence[Step]) -> list[Step | Fold]:
+    """The figure's rows with each run of consecutive polls folded into one `Fold`."""
+    out: list[Step | Fold] = []
+    for s in steps:
+        last = out[-1] if out else None
+        if s.poll is None:
+            out.append(s)
+        elif isinstance(last, Fold) and last.lane == s.lane:
+            out[-1] = Fold(s.lane, (*last.steps, s))
+        else:
+            out.append(Fold(s.lane, (s,)))
     return out
 
 
@@ -374,33 +476,78 @@ def _text(x: float, y: float, line: str, cls: str, anchor: str = "start") -> str
             f"{h(line)}</text>")
 
 
+BADGE_X = X["counter"] + 10
+
+
+def _badge_lines(text: str) -> list[str]:
+    """A badge's text in one line, or two (the comparison on the second) when too long."""
+    n = int((WIDTH - BADGE_X - 24) / CHAR)
+    if len(text) <= n or " (" not in text:
+        return [_clip(text, WIDTH - BADGE_X - 24)]
+    first, rest = text.split(" (", 1)
+    return [_clip(first + " ", WIDTH - BADGE_X - 24), _clip("(" + rest, WIDTH - BADGE_X - 24)]
+
+
 def _badge(y: float, text: str) -> str:
-    x = X["counter"] + 10
-    return (f'<g class="badge"><rect x="{x}" y="{y - 11:g}" width="{WIDTH - x - 8}" '
-            f'height="20" rx="4"/>{_text(x + 8, y + 4, _clip(text, WIDTH - x - 24), "bt")}</g>')
+    """The live counter's reading beside its lifeline; a second line grows it upwards, into
+    its own row (`_pad` makes the room)."""
+    lines = _badge_lines(text)
+    top = y - 13 - LINE * (len(lines) - 1)
+    spans = "".join(f'<tspan x="{BADGE_X + 8}" y="{top + 17 + LINE * i:g}">{h(line)}</tspan>'
+                    for i, line in enumerate(lines))
+    return (f'<g class="badge"><rect x="{BADGE_X}" y="{top:g}" width="{WIDTH - BADGE_X - 8}" '
+            f'height="{22 + LINE * (len(lines) - 1)}" rx="4"/><text class="bt">{spans}</text></g>')
 
 
-def _height(s: Step) -> int:
+def _pad(s: Step) -> int:
+    """Room added above a one-line request or answer for its two-line badge."""
+    two = s.badge is not None and len(_badge_lines(s.badge)) > 1
+    return LINE if two and s.kind in ("request", "response") and len(s.lines) == 1 else 0
+
+
+FOLD_HEIGHT = 30
+
+
+def _height(s: Step | Fold) -> int:
+    if isinstance(s, Fold):
+        return FOLD_HEIGHT
     if s.kind == "note":
-        return 20
+        return LINE + 10
     if s.kind == "call":
-        return 2 * LINE + 14
-    return LINE * len(s.lines) + 16
+        return 2 * LINE + 16
+    return LINE * len(s.lines) + 18 + _pad(s)
+
+
+def _draw_fold(f: Fold, y: int) -> str:
+    """The polls of a Fold as one row: a dashed band across the tenant's arrows (longer
+    when its text needs it), saying how many and what they read; the hover lists them."""
+    lane, host = X[f.lane], X["host"]
+    line = _clip(f.line(), X["counter"] - lane - 24)
+    seqs = " ".join(str(s.seq) for s in f.steps if s.kind == "request")
+    width = max(host - lane + 12, round(len(line) * CHAR) + 24)
+    return (f'<g class="fold" data-polls="{f.count}" data-seqs="{seqs}">'
+            f"<title>{h(f.count)} poll(s) by the checker, folded: "
+            f'{h("; ".join(f.reads()))}</title>'
+            f'<rect x="{lane - 6}" y="{y + 3}" width="{width}" height="{FOLD_HEIGHT - 6}" '
+            f'rx="5" class="foldband"/>{_text(lane + 8, y + FOLD_HEIGHT / 2 + 5, line, "fold")}'
+            "</g>")
 
 
 def _draw(s: Step, y: int, fig: str) -> str:
     """One row whose top is y; a <title> carries the unclipped text for hovering."""
     host, counter = X["host"], X["counter"]
     full = " — ".join(line for line in s.lines)
-    parts = [f'<g class="step {s.kind} {s.state}" data-kind="{s.kind}" data-state="{s.state}"'
-             f' data-seq="{s.seq}"><title>{h(full)}</title>']
+    poll = f' poll" data-poll="{h(s.poll)}' if s.poll else ""
+    parts = [f'<g class="step {s.kind} {s.state}{poll}" data-kind="{s.kind}" '
+             f'data-state="{s.state}" data-seq="{s.seq}"><title>{h(full)}</title>']
+    y += _pad(s)
     if s.kind in ("request", "response"):
         lane = X[s.lane]
         width = host - lane - 16
         for i, line in enumerate(s.lines):
             cls = "lbl" if i == 0 else "sub"
-            parts.append(_text(lane + 8, y + LINE * (i + 1) - 2, _clip(line, width), cls))
-        ay = y + LINE * len(s.lines) + 6
+            parts.append(_text(lane + 8, y + LINE * (i + 1) - 3, _clip(line, width), cls))
+        ay = y + LINE * len(s.lines) + 7
         if s.kind == "request":
             parts.append(f'<line x1="{lane}" y1="{ay}" x2="{host - 2}" y2="{ay}" class="arrow"'
                          f' marker-end="url(#{fig}-head)"/>')
@@ -415,11 +562,11 @@ def _draw(s: Step, y: int, fig: str) -> str:
         if s.badge:
             parts.append(_badge(ay, s.badge))
     elif s.kind == "call":
-        ay = y + 2 * LINE + 6
+        ay = y + 2 * LINE + 7
         lx = host + 50 if s.state == "recording" else host + 10
         width = counter - lx - 8
         for i, line in enumerate(s.lines):
-            parts.append(_text(lx, y + LINE * (i + 1) - 2, _clip(line, width),
+            parts.append(_text(lx, y + LINE * (i + 1) - 3, _clip(line, width),
                                "lbl" if i == 0 else "tag"))
         if s.state == "recording":  # a loop at the host: the answer never leaves it
             parts.append(f'<path d="M{host},{ay - 14} h34 v14 h-32" class="arrow" '
@@ -434,7 +581,8 @@ def _draw(s: Step, y: int, fig: str) -> str:
         if s.badge:
             parts.append(_badge(ay, s.badge))
     else:
-        parts.append(_text(host + 10, y + 14, _clip(s.lines[0], WIDTH - host - 20), "note"))
+        parts.append(_text(host + 10, y + LINE + 1, _clip(s.lines[0], WIDTH - host - 20),
+                           "note"))
     parts.append("</g>")
     return "".join(parts)
 
@@ -451,41 +599,49 @@ def _defs(fig: str) -> str:
             'stroke-width="2"/></marker></defs>')
 
 
-def sequence_svg(number: int, chapter: Chapter, steps: Sequence[Step]) -> str:
-    fig = f"fig{number}"
+def sequence_svg(number: int, chapter: Chapter, steps: Sequence[Step], *,
+                 folded: bool = True) -> str:
+    """A chapter's figure: `folded`, the story with each run of the checker's polls in one
+    row (class `sequence`, one per chapter); else every request (class `sequence-all`,
+    the polls marked `poll`). Each has a <title> and a <desc> telling its rows in words."""
+    fig = f"fig{number}" if folded else f"fig{number}-all"
+    rows: Sequence[Step | Fold] = fold(steps) if folded else steps
     y = TOP + 8
-    rows = []
-    for s in steps:
-        rows.append(_draw(s, y, fig))
+    drawn = []
+    for s in rows:
+        drawn.append(_draw_fold(s, y) if isinstance(s, Fold) else _draw(s, y, fig))
         y += _height(s)
     if chapter.skipped:
-        rows.append(_text(X["host"], y + 16, f"skipped: {chapter.skipped}", "note", "middle"))
-        y += 28
+        drawn.append(_text(X["host"], y + 18, f"skipped: {chapter.skipped}", "note", "middle"))
+        y += 30
     height = y + 12
     lanes = []
     for lane, head, sub in LANES:
-        x = X[lane]
-        w = 200 if lane == "counter" else 140
+        x, w = X[lane], HEAD_WIDTH[lane]
         lanes.append(f'<g class="lane" data-lane="{lane}"><line x1="{x}" y1="{TOP - 8}" '
                      f'x2="{x}" y2="{height - 4}" class="life"/><rect x="{x - w // 2}" y="6" '
-                     f'width="{w}" height="44" rx="6" class="head"/>'
-                     f'{_text(x, 24, head, "lane", "middle")}'
-                     f'{_text(x, 40, sub, "lanesub", "middle")}</g>')
-    title = f"Chapter {number}: {chapter.title}, as a sequence diagram"
-    desc = " ".join(s.say for s in steps) or "No request was sent in this chapter."
+                     f'width="{w}" height="50" rx="6" class="head"/>'
+                     f'{_text(x, 26, head, "lane", "middle")}'
+                     f'{_text(x, 46, sub, "lanesub", "middle")}</g>')
+    polls = sum(f.count for f in rows if isinstance(f, Fold))
+    title = f"Chapter {number}: {chapter.title}, as a sequence diagram" + (
+        f", the checker's {polls} poll(s) folded" if polls else
+        ", every request" if not folded else "")
+    desc = " ".join(s.say() if isinstance(s, Fold) else s.say for s in rows) \
+        or "No request was sent in this chapter."
     if chapter.skipped:
         desc += f" The chapter was skipped: {chapter.skipped}."
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="sequence" role="img" '
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" '
+            f'class="{"sequence" if folded else "sequence-all"}" role="img" '
             f'aria-labelledby="{fig}-title {fig}-desc" viewBox="0 0 {WIDTH} {height}" '
             f'width="{WIDTH}" height="{height}" data-chapter="{h(chapter.slug)}">'
             f'<title id="{fig}-title">{h(title)}</title><desc id="{fig}-desc">{h(desc)}</desc>'
-            f'{_defs(fig)}{"".join(lanes)}{"".join(rows)}</svg>')
+            f'{_defs(fig)}{"".join(lanes)}{"".join(drawn)}</svg>')
 
 
 def legend_svg() -> str:
     """The key to the diagrams, itself a figure with its text alternative."""
     fig = "key"
-    y0, gap = 22, 30
     items = [
         ('<line x1="10" y1="{y}" x2="110" y2="{y}" class="arrow" marker-end="url(#key-head)"/>',
          "request from a tenant to the host; a tool call that reached the live tool (LIVE)"),
@@ -501,16 +657,21 @@ def legend_svg() -> str:
         ('<g class="miss"><line x1="10" y1="{y}" x2="80" y2="{y}" class="arrow"/><path '
          'd="M73,{t2} l14,14 m0,-14 l-14,14" class="cross"/></g>',
          "✕ MISS: a call no recorded call matches (fixture_miss); it stops short of the tool"),
-        ('<g class="badge"><rect x="10" y="{t3}" width="100" height="20" rx="4"/></g>',
+        ('<g class="badge"><rect x="10" y="{t3}" width="100" height="22" rx="4"/></g>',
          "the live counter (tenant, key = count, and how it compares with the last "
          "reading), read through the counter seam or returned by a call that reached it"),
+        ('<rect x="4" y="{t3}" width="112" height="22" rx="5" class="foldband"/>',
+         "⋯ requests the checker made only to observe (event polls, a run or the discovery "
+         "document read again), folded into one row; “show every request” draws them"),
     ]
     rows = []
-    for i, (shape, text) in enumerate(items):
-        y = y0 + i * gap
-        rows.append(shape.format(y=y, t=y - 9, t2=y - 7, t3=y - 11, t4=y - 5)
-                    + _text(130, y + 4, text, "lbl"))
-    height = y0 + len(items) * gap
+    y = 24
+    for shape, text in items:
+        lines = fold_text(text, int((WIDTH - 140) / CHAR))
+        rows.append(shape.format(y=y, t=y - 9, t2=y - 7, t3=y - 12, t4=y - 5) + "".join(
+            _text(130, y + 5 + LINE * i, line, "lbl") for i, line in enumerate(lines)))
+        y += 18 + LINE * len(lines)
+    height = y - 8
     desc = " ".join(f"{t}." for _, t in items)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="legend" role="img" '
             f'aria-labelledby="{fig}-title {fig}-desc" viewBox="0 0 {WIDTH} {height}" '
@@ -542,16 +703,21 @@ td.links a { white-space: nowrap; }
 .held { color: var(--ok); } .failed { color: var(--bad); font-weight: 600; }
 .blocked, .skipped { color: #7c5800; }
 figure { margin: 12px 0; overflow-x: auto; }
-figure svg { max-width: 100%; height: auto; }
+/* Drawn 1:1 where there is room; narrower only down to {min_width}px, so no text is drawn
+   below 12 px: a narrower window scrolls the figure instead. */
+figure svg { max-width: 100%; min-width: {min_width}px; height: auto; }
+details.polls { margin: 0 0 6px; }
+details.polls > summary { cursor: pointer; color: #0550ae; }
+details.polls[open] ~ svg.sequence { display: none; }
 figcaption { color: var(--muted); font-size: 0.9em; }
 ul.checks { list-style: none; padding-left: 0; }
 ul.checks li { margin: 2px 0; }
 svg text { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono",
-  "DejaVu Sans Mono", monospace; font-size: 11px; fill: var(--ink);
+  "DejaVu Sans Mono", monospace; font-size: 13px; fill: var(--ink);
   paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
-svg text.lane { font: 600 14px system-ui, -apple-system, "Segoe UI", Roboto, Arial,
+svg text.lane { font: 600 15px system-ui, -apple-system, "Segoe UI", Roboto, Arial,
   "Liberation Sans", sans-serif; }
-svg text.lanesub { font-size: 10px; fill: var(--muted); }
+svg text.lanesub { fill: var(--muted); }
 svg .head { fill: #f6f8fa; stroke: #8c959f; }
 svg .life { stroke: #8c959f; stroke-dasharray: 4 4; }
 svg .arrow { stroke: var(--ink); stroke-width: 1.5; fill: none; }
@@ -570,18 +736,24 @@ svg .miss .arrow { stroke: var(--bad); stroke-width: 2; stroke-dasharray: 2 3; }
 svg .cross { stroke: var(--bad); stroke-width: 3; fill: none; }
 svg .badge rect { fill: #fff7ed; stroke: var(--live); }
 svg .badge text { font-weight: 700; }
+svg .foldband { fill: #f6f8fa; stroke: #8c959f; stroke-dasharray: 4 3; }
+svg text.fold { fill: var(--muted); font-style: italic; }
+svg .poll text { fill: var(--muted); }
+svg .poll .arrow { stroke: #8c959f; }
 .refusals { display: grid; grid-template-columns: repeat(auto-fit, minmax(250px, 1fr));
   gap: 12px; margin: 12px 0; }
 .refusal { border: 2px solid var(--bad); border-radius: 8px; padding: 8px 10px; }
 .refusal h4 { margin: 0 0 4px; font-size: 1rem; }
-.refusal pre { white-space: pre-wrap; word-break: break-all; background: #f6f8fa;
-  padding: 6px; margin: 6px 0; }
+/* The body's bytes as they came; a line breaks only at a space or between two JSON tokens
+   (the <wbr> the page puts there), never inside a word: a word too long scrolls. */
+.refusal pre { white-space: pre-wrap; word-break: normal; overflow-wrap: normal;
+  hyphens: none; overflow-x: auto; background: #f6f8fa; padding: 6px; margin: 6px 0; }
 .refusal .hash { word-break: break-all; }
 .swatch { display: inline-block; width: 1.1em; height: 1.1em; vertical-align: -0.2em;
   border: 1px solid var(--ink); margin-right: 4px; }
 .verdict-line { font-weight: 600; }
 details pre { white-space: pre-wrap; background: #f6f8fa; padding: 8px; }
-"""
+""".replace("{min_width}", str(MIN_WIDTH))
 
 
 def _result_class(result: str) -> str:
@@ -611,6 +783,25 @@ def _legs_table(run: DemoRun) -> str:
             + "".join(rows) + "</tbody></table>")
 
 
+def json_breaks(text: str) -> str:
+    """`text` escaped for the page, with a <wbr> (a place a line may break, that adds no
+    character) between two JSON tokens: after `{ [ , :` and before `} ]`, outside strings.
+    Inside a string a line breaks only at its spaces (CSS); nothing else is a break."""
+    out: list[str] = []
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "}]" and i:
+            out.append("<wbr>")
+        out.append(h(ch))
+        if not in_string and ch in "{[,:" and i + 1 < len(text):
+            out.append("<wbr>")
+    return "".join(out)
+
+
 def _refusal_panel(d: Derivation, exchanges: Sequence[Exchange]) -> str:
     """The refusals of a source, side by side: the bytes each answer carried and their hash."""
     cards, bodies = [], []
@@ -630,8 +821,7 @@ def _refusal_panel(d: Derivation, exchanges: Sequence[Exchange]) -> str:
             f'<div class="refusal" data-sha256="{digest}"><h4>{h(what)}</h4>'
             f'<p>acme names <code>{h(", ".join(named))}</code> '
             f'({h(", ".join(d.labels.get(v, "no such run") for v in named))})</p>'
-            f'<p class="failed">✕ {x.status}</p><pre class="body">'
-            f'{h(x.raw.decode("utf-8", "replace"))}</pre>'
+            f'<p class="failed">✕ {x.status}</p><pre class="body">{json_breaks(text)}</pre>'
             f'<p class="hash"><span class="swatch" style="background:#{digest[:6]}"></span>'
             f'SHA-256 <code>{digest}</code></p>'
             f'<p>{"✕ the body echoes the id" if echoed else "✓ the id appears nowhere"}</p>'
@@ -646,6 +836,21 @@ def _refusal_panel(d: Derivation, exchanges: Sequence[Exchange]) -> str:
     return (f'<h3>The refusals side by side</h3><div class="refusals">{"".join(cards)}</div>'
             f'<p class="verdict-line {"held" if same else "failed"}" '
             f'data-same="{str(same).lower()}">{h(line)}</p>')
+
+
+def _figure(number: int, c: Chapter, steps: Sequence[Step], requests: int) -> str:
+    """The chapter's figure with the checker's polls folded; when it made any, a toggle (no
+    script: <details>) that draws every request instead."""
+    polls = len({s.seq for s in steps if s.poll})
+    caption = (f"Figure {number}. {requests} request(s)"
+               + (f", {polls} of them polls by the checker, each run of them folded into "
+                  "one ⋯ row" if polls else "")
+               + "; hover a row for its full text, or read the narration below.")
+    toggle = (f'<details class="polls" id="chapter-{h(c.slug)}-polls"><summary>'
+              f"⋯ {polls} poll(s) by the checker folded: show every request</summary>"
+              f"{sequence_svg(number, c, steps, folded=False)}</details>" if polls else "")
+    return (f"<figure>{toggle}{sequence_svg(number, c, steps)}"
+            f"<figcaption>{h(caption)}</figcaption></figure>")
 
 
 def _chapter(run: DemoRun, d: Derivation, number: int, c: Chapter) -> str:
@@ -670,9 +875,7 @@ def _chapter(run: DemoRun, d: Derivation, number: int, c: Chapter) -> str:
             f"<h2>{number}. {h(c.title)}</h2>"
             f'<p class="meta">RFC 0252 {h(c.sections)} · {reqs} · {status}</p>'
             f"<p>{h(c.lede)}</p>"
-            f"<figure>{sequence_svg(number, c, steps)}<figcaption>Figure {number}. "
-            f"{len(exchanges)} request(s); hover a row for its full text, or read the "
-            "narration below.</figcaption></figure>"
+            f"{_figure(number, c, steps, len(exchanges))}"
             f"{panel}"
             + (f'<ul class="checks">{checks}{blocked}</ul>' if checks or blocked else "")
             + (f"<details><summary>The narration, as <code>report.md</code> has it</summary>"

@@ -138,7 +138,9 @@ class Cell:
 
 CSS = """
 :root { color-scheme: light; --ink: #1f2328; --muted: #57606a; --line: #d0d7de;
-  --p: #0f5132; --h: #1d4ed8; --m: #7c2d12; --bad: #b91c1c; }
+  --p: #0f5132; --h: #1d4ed8; --m: #7c2d12; --bad: #b91c1c; --head: #f6f8fa;
+  --killed: #e7f5ec; --survived: #fdecec; }
+* { box-sizing: border-box; }
 body { margin: 0; color: var(--ink); background: #fff;
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
   "Noto Sans", "Liberation Sans", sans-serif; }
@@ -146,29 +148,39 @@ main { padding: 20px; }
 h1 { font-size: 1.5rem; margin: 0 0 6px; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas,
   "Liberation Mono", "DejaVu Sans Mono", monospace; font-size: 0.9em; }
-table.grid { border-collapse: collapse; margin: 12px 0; }
-.grid th, .grid td { border: 1px solid var(--line); padding: 2px 3px; }
-.grid th.req { vertical-align: bottom; background: #f6f8fa; height: 230px; }
+/* The grid scrolls sideways inside its box, never the page; the host column stays put
+   (sticky, opaque) so a row keeps its name at any scroll. */
+.scroll { overflow-x: auto; max-width: 100%; margin: 12px 0;
+  border: 1px solid var(--line); }
+.scroll:focus-visible { outline: 3px solid #0550ae; }
+table.grid { border-collapse: separate; border-spacing: 0; }
+.grid caption { text-align: left; padding: 4px 6px; }
+.grid th, .grid td { border: solid var(--line); border-width: 0 1px 1px 0; padding: 2px 3px; }
+.grid th.req { vertical-align: bottom; background: var(--head); padding: 6px 2px; }
 .grid th.req span { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap;
   font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; }
-.grid th.row { text-align: left; font-weight: 500; white-space: nowrap; background: #f6f8fa; }
-.grid th.row .breaks { display: block; color: var(--muted); font-size: 11px; max-width: 360px;
-  white-space: normal; }
-.grid td.cell { text-align: center; min-width: 30px; height: 30px; }
+.grid th.row, .grid th.corner { position: sticky; left: 0; z-index: 1; text-align: left;
+  background: var(--head); border-right: 2px solid #8c959f; }
+.grid th.corner { z-index: 2; vertical-align: bottom; }
+.grid th.row { font-weight: 500; }
+.grid th.row code { white-space: nowrap; }
+.grid th.row .breaks { display: block; color: var(--muted); font-size: 12px;
+  white-space: normal; min-width: 200px; max-width: 280px; }
+.grid td.cell { text-align: center; min-width: 28px; height: 30px; background: #fff; }
 .grid td.cell a { text-decoration: none; color: inherit; display: block; }
-.grid td.cell:hover { outline: 3px solid #0550ae; }
-.grid td.killed { background: #e7f5ec; }
-.grid tr.survived th.row { color: var(--bad); }
-.grid tr.survived td { background: #fdecec; }
-.mk { display: inline-block; font: 700 11px ui-monospace, SFMono-Regular, Menlo, Consolas,
+.grid td.cell:hover { outline: 3px solid #0550ae; outline-offset: -3px; }
+.grid td.killed { background: var(--killed); }
+.grid tr.survived th.row { color: var(--bad); background: var(--survived); }
+.grid tr.survived td { background: var(--survived); }
+.mk { display: inline-block; font: 700 12px ui-monospace, SFMono-Regular, Menlo, Consolas,
   "Liberation Mono", monospace; padding: 0 2px; margin: 1px; border-radius: 3px;
   color: #fff; }
 .mk.p { background: var(--p); } .mk.h { background: var(--h); }
 .mk.m { background: var(--m); } .mk.no { color: #8c959f; }
 .verdict { font-weight: 700; } .killed-row .verdict { color: var(--p); }
 .survived .verdict { color: var(--bad); }
-.grid tfoot td { text-align: center; font-size: 12px; color: var(--muted); }
-ol.details li { margin: 2px 0; }
+.grid tfoot td { text-align: center; font-size: 12px; color: var(--muted); background: #fff; }
+ol.details li { margin: 2px 0; overflow-wrap: anywhere; }
 ol.details li:target { background: #fff8c5; }
 .legend span.mk { margin-right: 4px; }
 """
@@ -240,11 +252,14 @@ def render_matrix(doc: dict[str, Any]) -> str:
         '<span class="mk no">·</span>not killed there.</span> '
         "Hover a cell for the finding, or follow it to its line under the grid.</p>"
         f'<p class="summary verdict">{h(summary)}</p>'
+        f"<p>{len(reqs)} requirement columns: the grid scrolls sideways, and each row's "
+        "host stays at its left edge.</p>"
+        '<div class="scroll" role="region" aria-label="kill matrix" tabindex="0">'
         '<table class="grid"><caption class="mono">faulty hosts &times; requirement ids</caption>'
-        f'<thead><tr><th scope="col">faulty host (what it breaks)</th>{head}</tr></thead>'
-        f'<tbody>{"".join(body)}</tbody>'
-        f'<tfoot><tr><th scope="row">hosts killed per requirement</th>{foot}</tr></tfoot>'
-        "</table>"
+        '<thead><tr><th class="corner" scope="col">faulty host (what it breaks)</th>'
+        f'{head}</tr></thead><tbody>{"".join(body)}</tbody>'
+        '<tfoot><tr><th class="row" scope="row">hosts killed per requirement</th>'
+        f"{foot}</tr></tfoot></table></div>"
         "<h2>The findings, one line per killed cell</h2>"
         f'<ol class="details">{"".join(details)}</ol>'
         + ("" if details else "<p>No cell is killed.</p>")
@@ -308,7 +323,9 @@ def render_pass_grid(correct: Any) -> str:
             "client sees and the RFC allows, which <code>refsim diff</code> is right to "
             "find, so it is not diffed.</p>"
             f'<p class="summary verdict">{h(summary)}</p>'
-            f'<table class="grid pass"><thead><tr><th scope="col">correct host (what allows '
-            f'it)</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            '<div class="scroll" role="region" aria-label="pass matrix" tabindex="0">'
+            '<table class="grid pass"><thead><tr><th class="corner" scope="col">correct host '
+            f'(what allows it)</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            "</div>"
             + (f'<ol class="details">{"".join(notes)}</ol>' if notes else ""))
 
