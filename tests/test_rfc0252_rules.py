@@ -528,6 +528,28 @@ def test_C_workspace_caller_cannot_use_a_run_outside_its_workspace(host: SimHost
     ok(create(host, eval_body(REPLAY_SUITE, {"record": own}), "hk_test_acme_ws1"))
 
 
+def test_C_an_idempotency_key_replays_only_for_the_same_owner(host: SimHost) -> None:
+    """A workspace caller repeating another caller's Idempotency-Key and body gets its own
+    answer: the uniform refusal for a source it cannot read (not the other caller's run),
+    and a different body under that key is no 409 (which would say the key was used)."""
+    r = host.request("POST", "/conformance/seams/tenants", api_key=KEY_A,
+                     json={"name": "acme", "apiKey": "hk_test_acme_ws2", "workspace": "ws2"})
+    assert r.status == 201, r.body
+    tenant_wide = record_source(host)
+    reference = unknown_refusal(host)
+    key = {"Idempotency-Key": "same-key"}
+    body = eval_body(REPLAY_SUITE, {"record": tenant_wide})
+    first = host.request("POST", "/runs", api_key=KEY_A, json=body, headers=key)
+    assert first.status == 201, first.body
+    again = host.request("POST", "/runs", api_key="hk_test_acme_ws2", json=body, headers=key)
+    assert_uniform(again, reference)
+    other = host.request("POST", "/runs", api_key="hk_test_acme_ws2", headers=key,
+                         json=eval_body(REPLAY_SUITE, {"record": "acme/run-0000000000"}))
+    assert_uniform(other, reference)
+    own = host.request("POST", "/runs", api_key=KEY_A, json=body, headers=key)
+    assert own.status == 201 and own.json["runId"] == first.json["runId"]
+
+
 # ----------------------------------------------------------------------------- §D
 
 

@@ -300,7 +300,10 @@ def _page_by_event(pending: list[Event], limit: int) -> tuple[list[dict[str, Any
 class Router:
     core: HostCore
     lock: threading.RLock = attrs.Factory(threading.RLock)
-    _idempotency: dict[tuple[str, str], tuple[str, Response]] = attrs.Factory(dict)
+    # Keyed by the whole owner triple and the key: a replay is the caller's own answer, never
+    # one made for another workspace or subject of the same tenant (RFC 0252 §C: a source
+    # the caller cannot read is refused, whoever made a run with the same key and body).
+    _idempotency: dict[tuple[Owner, str], tuple[str, Response]] = attrs.Factory(dict)
     last_hold_seconds: float = 0.0  # how long the last request held the lock
     max_hold_seconds: float = 0.0  # the longest any request held it
     _discovery_memo: tuple[Any, dict[str, Any], str, str] | None = None
@@ -576,7 +579,7 @@ class Router:
                 return refusal_response(Refusal(400, "idempotency_key_invalid",
                                                 "Idempotency-Key must be 1 to 255 characters"))
             fingerprint = canonical(body)
-            cached = self._idempotency.get((caller.tenant, key))
+            cached = self._idempotency.get((caller, key))
             if cached is not None:
                 if cached[0] != fingerprint:
                     return refusal_response(Refusal(409, "idempotency_key_mismatch",
@@ -588,7 +591,7 @@ class Router:
                                 replay.json)
         response = self._create(request, caller, body)
         if key is not None and response.status == 201:
-            self._idempotency[(caller.tenant, key)] = (canonical(body), response)
+            self._idempotency[(caller, key)] = (canonical(body), response)
         return response
 
     def _create(self, request: Request, caller: Owner, body: dict[str, Any]) -> Response:
