@@ -116,3 +116,37 @@ def test_a_source_id_with_a_lone_surrogate_gets_the_uniform_refusal() -> None:
              b'"agentId": "conformance.eval:recorder", "fixtureRuns": {"\\ud800": "x/y"}}')
     assert key.status == 400 and "surrogate" in key.json["message"]
     assert not host.core.runs
+
+
+def test_the_erase_seam_has_one_scope_that_reaches_every_copy() -> None:
+    """The Security SHOULD by default: no scope lets copies outlive the source's content."""
+    host = SimHost(seed=0)
+    a = Session(host, KEY_A)
+    source = a.create(eval_body(SOURCE))
+    assert source.status == 201
+    ev = a.create(eval_body(REPLAY, {"record": source.json["runId"]}))
+    assert ev.status == 201
+    path = "/conformance/seams" + run_path(source.json["runId"], ":erase")
+    lapse = host.request("POST", path + "?scope=held-calls", api_key=KEY_A, json={})
+    assert lapse.status == 400 and lapse.json["error"] == "validation_error"
+    assert len(list(host.core.copies.all_entries())) == 1  # the refused scope erased nothing
+    erased = host.request("POST", path, api_key=KEY_A, json={})
+    assert erased.status == 200 and erased.json["derivedCopiesErased"] >= 1
+    assert list(host.core.copies.all_entries()) == []
+
+
+def test_every_seam_is_advertised_and_listed_in_the_readme() -> None:
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    seams = SimHost(seed=0).request("GET", "/.well-known/openwop").json["conformance"]["seams"]
+    table = readme[readme.index("**The seams.**"):]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| `")]
+    listed = {ln.split("`")[1] for ln in rows}
+    assert listed == set(seams)
+    # ...and every seam the router answers is one of them (each row's path is served).
+    for row in rows:
+        method, path = row.split("`")[3].split(" ", 1)
+        path = path.split("?")[0].replace("{runId}", "acme~2Frun-none")
+        r = SimHost(seed=0).request(method, path, api_key=KEY_A,
+                                    **({"json": {}} if method == "POST" else {}))
+        assert r.status != 404 or r.json["error"] != "not_found" or "run" in path, (path, r.body)

@@ -645,23 +645,14 @@ class HostCore:
             ev = source.eval
             run.eval = attrs.evolve(ev, copy_origin=ev.copy_origin or source.run_id)
 
-    def erase(self, caller: Owner, rid: RunId, *, held_only: bool = False
-              ) -> Erasure | Refusal:
+    def erase(self, caller: Owner, rid: RunId) -> Erasure | Refusal:
         """Purge a run's tool content and every copy derived from it (Security, RFC 0252).
 
         That reaches the derived entries stored under it and every run that was served
-        them (and so holds the same content), transitively. `held_only` is a retention
-        lapse instead (§C: a host "is not required to retain calls for any period"): the
-        run's held calls go, so it is no usable source any more, and nothing else does;
-        the copies eval runs were served stay with them (§E: their forks re-read those).
-        """
+        them (and so holds the same content), transitively."""
         found = self.visible_run(caller, rid)
         if isinstance(found, Refusal):
             return found
-        if held_only:
-            found.calls_erased = True
-            found.held_calls = []
-            return Erasure(rid, 0, 1)
         reached = [found, *(r for r in self.runs.values() if rid in r.content_from)]
         copies = 0
         for run in reached:

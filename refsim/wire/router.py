@@ -784,12 +784,15 @@ class Router:
         rid = self._parse_run_segment(caller, args[0])
         if isinstance(rid, Refusal):
             return refusal_response(rid)
+        # One scope only: the run's tool content and every copy derived from it (RFC 0252
+        # Security SHOULD). A lapse that drops the held calls and keeps the copies breaks
+        # that SHOULD: it lives in the zoo (keeps-copy-after-erasure), not on this host.
         scope = (request.query.get("scope") or ["all"])[-1]
-        if scope not in ("all", "held-calls"):
-            return refusal_response(validation("the erase seam takes ?scope=all (the default: "
-                                               "the run's content and every copy of it) or "
-                                               "?scope=held-calls (its held calls only)"))
-        result = self.core.erase(caller, rid, held_only=scope == "held-calls")
+        if scope != "all":
+            return refusal_response(validation("the erase seam erases the run's tool content "
+                                               "and every copy derived from it; it takes no "
+                                               "other scope"))
+        result = self.core.erase(caller, rid)
         if isinstance(result, Refusal):
             return refusal_response(result)
         return _json_response(200, render.erasure(result))
