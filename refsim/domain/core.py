@@ -182,6 +182,43 @@ def copied(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+class NotWireJson(ValueError):
+    """A value an agent handed over that the wire cannot carry."""
+
+
+def wire_copy(value: Any) -> Any:
+    """A deep copy of a value the wire can carry as JSON: objects with string keys, arrays,
+    strings, booleans, null, integers and finite numbers. Anything else (NaN, infinity, a
+    set, a tuple, bytes, an object, a cycle, nesting deeper than the interpreter's stack)
+    raises NotWireJson: what crosses from an agent into a recorded fact is JSON, and
+    copied, so the agent cannot rewrite it later."""
+    try:
+        return _wire(value)
+    except RecursionError:
+        raise NotWireJson("nested too deep (or a cycle)") from None
+
+
+def _wire(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is bool or value is None or kind is int:
+        return value
+    if kind is float:
+        if value != value or value in (_INF, -_INF):
+            raise NotWireJson(f"{value!r} is no JSON number")
+        return value
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise NotWireJson(f"an object key {k!r} is not a string")
+            out[k] = _wire(v)
+        return out
+    if kind is list:
+        return [_wire(v) for v in value]
+    raise NotWireJson(f"a {kind.__name__} is no JSON value")
+
+
+_INF = float("inf")
 _GC_LOCK = threading.Lock()
 _gc_pauses = 0
 _gc_resume = False
@@ -277,12 +314,22 @@ class _Invocation:
     port: _Port
     depth: int
     root_agent: str
+    ended: bool = False  # once the agent's run returns, the context is dead
+
+    def _alive(self) -> None:
+        if self.ended:
+            raise RuntimeError(f"the invocation {self.invocation_id} of {self.agent_id} has "
+                               "ended: its context calls no tool and delegates nothing")
 
     def call(self, tool: str, args: Any) -> ToolResult:
         # The tool boundary copies both ways: what the agent passed is recorded as it was
         # then (§D "the call's inputs as the agent passed them"), and what the agent gets
         # back is its own, so an agent that edits either later rewrites no recorded fact.
-        result = self.core._tool_call(self, tool, copied(args))
+        # Args the wire cannot carry (NaN, a set) raise in the agent: no call is made.
+        self._alive()
+        if type(tool) is not str:
+            raise NotWireJson("a tool name is a string")
+        result = self.core._tool_call(self, tool, wire_copy(args))
         outcome, error = result.outcome, result.error
         if error is None:
             if type(outcome) in _SCALARS:
@@ -291,12 +338,18 @@ class _Invocation:
         return ToolResult(result.status, copied(outcome), copied(error))
 
     def delegate(self, agent_id: str, task_input: Any) -> Any:
-        if self.depth + 1 > MAX_DELEGATION_DEPTH or agent_id not in self.core.agents:
+        self._alive()
+        task_input = wire_copy(task_input)
+        if type(agent_id) is not str or self.depth + 1 > MAX_DELEGATION_DEPTH \
+                or agent_id not in self.core.agents:
             return None
         self.core._emit(self.run, "agent.handoff",
                         {"fromAgentId": self.agent_id, "toAgentId": agent_id})
-        return self.core._invoke(self.run, agent_id, task_input, self.port, self.depth + 1,
-                                 parent=self.invocation_id, root_agent=self.root_agent)
+        decision = self.core._invoke(self.run, agent_id, task_input, self.port,
+                                     self.depth + 1, parent=self.invocation_id,
+                                     root_agent=self.root_agent)
+        # The parent gets its own copy: the delegate's decision as recorded stays as it is.
+        return decision if type(decision) in _SCALARS else copied(decision)
 
 
 # ----------------------------------------------------------------------------- the core
@@ -533,14 +586,26 @@ class HostCore:
         self._emit(run, "agent.invocation-started", started)
         ctx = _Invocation(self, run, agent_id, invocation_id, port, depth,
                           root_agent or agent_id)
-        outcome = "completed"
+        outcome, error = "completed", None
         try:
-            decision = self.agents[agent_id].run(ctx, copied(task_input))
+            # The decision is recorded as a copy, checked to be JSON the wire can carry:
+            # the agent keeps no handle on what the run's events hold.
+            decision = wire_copy(self.agents[agent_id].run(ctx, copied(task_input)))
+        except NotWireJson as exc:
+            decision, outcome = None, "failed"
+            error = {"code": "payload_unprojectable",
+                     "message": f"the agent's decision or a value it passed is no JSON the "
+                                f"wire can carry: {exc}"}
         except Exception:  # a registered Python agent's bug ends its invocation, not the host
             decision, outcome = None, "failed"
+        finally:
+            ctx.ended = True
         self._emit(run, "agent.decided", {"agentId": agent_id, "decision": decision})
-        self._emit(run, "agent.invocation-completed",
-                   {"invocationId": invocation_id, "agentId": agent_id, "outcome": outcome})
+        completed: dict[str, Any] = {"invocationId": invocation_id, "agentId": agent_id,
+                                     "outcome": outcome}
+        if error is not None:  # a vendor member (run-event.schema.json admits x-*)
+            completed["x-refsim-error"] = error
+        self._emit(run, "agent.invocation-completed", completed)
         return decision
 
     def _tool_call(self, inv: _Invocation, tool: str, args: Any) -> ToolResult:
