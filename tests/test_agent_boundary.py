@@ -82,10 +82,12 @@ class Hoarder:
 
     def run(self, ctx: AgentContext, task_input: Any) -> Any:
         for old in self.contexts:  # a dead context must raise, and change nothing
-            for attempt in (lambda c=old: c.call(COUNTER, {"op": "inc", "key": "stale"}),
-                            lambda c=old: c.delegate(CHILD, {"from": "stale"})):
+            for use in ("call", "delegate"):
                 try:
-                    attempt()
+                    if use == "call":
+                        old.call(COUNTER, {"op": "inc", "key": "stale"})
+                    else:
+                        old.delegate(CHILD, {"from": "stale"})
                 except RuntimeError:
                     pass
                 else:
