@@ -25,16 +25,18 @@ from typing import Any, TextIO
 import attrs
 from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import rule
+from hypothesis.stateful import precondition, rule
 
 from refsim.check.assume import Assumable, Reading, assumables, build, parse
-from refsim.check.observe import eval_body
+from refsim.check.judges import NOT_THE_ANSWERS
+from refsim.check.observe import SEAM_ERASE, eval_body
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.profile import profile_named
 from refsim.host import SimHost
 from refsim.testing.fuzz import FuzzResult
 from refsim.testing.stateful import (
     COUNTER_SCRIPTS,
+    LANES,
     WATCHED_KEYS,
     RecordedFixturesMachine,
     RequirementViolated,
@@ -117,9 +119,11 @@ class Answer:
     status: int
     body: Any
     events: dict[str, list[Any]]
+    headers: dict[str, str] = attrs.field(factory=dict)  # those compared (see PairClient)
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "body": self.body, "events": self.events}
+        return {"status": self.status, "headers": self.headers, "body": self.body,
+                "events": self.events}
 
 
 @attrs.frozen
@@ -127,7 +131,7 @@ class Difference:
     method: str
     path: str
     request: Any
-    what: str  # "status", "body" or "events"
+    what: str  # "status", "header NAME", "body" or "events"
     a: Answer
     b: Answer
 
@@ -168,6 +172,11 @@ class PairClient:
     b_to_a: dict[str, str] = attrs.Factory(dict)
     requests: int = 0
     on_difference: Callable[[Difference], None] | None = None
+    # Headers are compared differentially: a header either host has sent with two values
+    # (a request id, a trace, a clock) is noise from then on; one only a host sends is a
+    # difference of representation (a vendor header), not of what the host answers.
+    _seen: dict[tuple[str, str], str] = attrs.Factory(dict)
+    _noise: set[str] = attrs.Factory(set)
 
     @property
     def name(self) -> str:
@@ -181,10 +190,14 @@ class PairClient:
         rb = self.b.request(method, _replace_ids(path, self.a_to_b), api_key=api_key,
                             json=_map_json(json, self.a_to_b), headers=headers)
         self._learn(ra, rb)
-        a = _answer(ra, _new_events(self.a, before_a), {})
-        b = _answer(rb, _new_events(self.b, before_b), self.b_to_a)
+        ha, hb = self._headers("a", ra, {}), self._headers("b", rb, self.b_to_a)
+        shared = sorted(n for n in set(ha) & set(hb) if n not in self._noise)
+        a = _answer(ra, _new_events(self.a, before_a), {}, {n: ha[n] for n in shared})
+        b = _answer(rb, _new_events(self.b, before_b), self.b_to_a, {n: hb[n] for n in shared})
+        header = next((f"header {n}" for n in shared if ha[n] != hb[n]), None)
         what = ("status" if a.status != b.status else "body" if a.body != b.body
-                else "events" if a.events != b.events else None)
+                else header if header is not None else "events" if a.events != b.events
+                else None)
         if what is not None:
             shown = None if json is NO_BODY else json
             difference = Difference(method, path, shown, what, a, b)
@@ -192,6 +205,22 @@ class PairClient:
                 self.on_difference(difference)
             raise WireDifference(difference)
         return ra
+
+    def _headers(self, side: str, r: Response, mapping: dict[str, str]) -> dict[str, str]:
+        """The answer's headers by lowercase name, ids mapped onto A's, but Date and the
+        connection's own; a name seen with another value before becomes noise."""
+        out: dict[str, str] = {}
+        for name, value in r.headers.items():
+            key = name.lower()
+            if key in NOT_THE_ANSWERS or key in _OF_THE_BYTES or key in self._noise:
+                continue
+            value = _replace_ids(value, mapping)
+            before = self._seen.setdefault((side, key), value)
+            if before != value:
+                self._noise.add(key)
+                continue
+            out[key] = value
+        return out
 
     def _learn(self, ra: Response, rb: Response) -> None:
         if ra.status != 201 or rb.status != 201:
@@ -204,19 +233,26 @@ class PairClient:
             self.b_to_a[idb] = ida
 
 
+# Headers computed from the body's bytes: the body is compared with minted ids mapped, and
+# these would differ wherever an id does.
+_OF_THE_BYTES = frozenset({"content-length", "etag", "digest", "content-digest", "repr-digest"})
+
+
 def _body(r: Response, mapping: dict[str, str]) -> Any:
     if r.json is not None:
         return _map_json(r.json, mapping)
     return _replace_ids(r.body.decode("utf-8", "replace"), mapping)
 
 
-def _answer(r: Response, events: dict[str, list[Any]], mapping: dict[str, str]) -> Answer:
+def _answer(r: Response, events: dict[str, list[Any]], mapping: dict[str, str],
+            headers: dict[str, str] | None = None) -> Answer:
     """The answer as compared: ids mapped onto A's, minted values numbered in order (the
     body first, then the events run by run)."""
     minted = _Minted()
     body = minted(_body(r, mapping))
     mapped = {mapping.get(k, k): _map_json(v, mapping) for k, v in events.items()}
-    return Answer(r.status, body, {k: minted(mapped[k]) for k in sorted(mapped)})
+    return Answer(r.status, body, {k: minted(mapped[k]) for k in sorted(mapped)},
+                  dict(headers or {}))
 
 
 # ----------------------------------------------------------------------------- the runs
@@ -284,6 +320,25 @@ class DiffMachine(RecordedFixturesMachine):
             if a is not None and a == b:
                 return list(zip(WATCHED_KEYS, a, strict=True))
         return super()._readings(tenant)
+
+    @precondition(lambda self: self.offer.recorded and self.offer.forks)
+    @rule(tenant=RecordedFixturesMachine.tenants, lane=st.sampled_from(LANES[:2]),
+          script=COUNTER_SCRIPTS, mode=st.sampled_from(["replay", "branch"]),
+          erase=st.booleans())
+    def source_replayed_then_forked(self, tenant: str, lane: str, script: list[Any],
+                                    mode: str, erase: bool) -> None:
+        """The chain a fork's answer needs, in one step: a source, its replay, the source
+        erased (where the erase seam is offered) or not, then a fork. Readings that differ
+        only there (the code of a gone copy, what a fork re-reads) need all four steps in
+        order, which the machine's separate rules reach seldom in 20 steps."""
+        source = self.record_eval_source(tenant, lane, script)
+        evaluated = self.replay_own(source, "same", 1)
+        if not isinstance(evaluated, str):  # refused: nothing to fork
+            return
+        if erase and self._seam(SEAM_ERASE):
+            self.erase_source_then_fork(evaluated, mode)
+        else:
+            self.fork(evaluated, mode)
 
     @rule(tenant=RecordedFixturesMachine.tenants, script=COUNTER_SCRIPTS,
           responses=st.sampled_from(["none", "empty"]), after=RecordedFixturesMachine.evals)
@@ -509,6 +564,9 @@ def report(result: DiffResult, out: TextIO) -> None:
           file=out)
     for side, answer in (("A", d.a), ("B", d.b)):
         print(f"{side} answered {answer.status} {_show(answer.body)}", file=out)
+        if d.what.startswith("header "):
+            name = d.what.removeprefix("header ")
+            print(f"  {name}: {answer.headers.get(name)}", file=out)
     if d.what == "events":
         for run, index, ea, eb in _first_event_differences(d.a.events, d.b.events):
             print(f"  the events of {run} first differ at event {index}:", file=out)

@@ -206,7 +206,7 @@ def control_value(value: str) -> str:
 
 # Headers that are no part of the answer: the clock (Date), and the connection's own
 # (hop-by-hop, RFC 9110 §7.6.1: a server closes an idle connection when it likes).
-_NOT_THE_ANSWERS = frozenset({"date", "connection", "keep-alive", "proxy-connection", "te",
+NOT_THE_ANSWERS = frozenset({"date", "connection", "keep-alive", "proxy-connection", "te",
                               "trailer", "transfer-encoding", "upgrade"})
 
 
@@ -218,7 +218,7 @@ def features(response: Response) -> dict[str, Any]:
     correlation id): noise."""
     out: dict[str, Any] = {"status": response.status, "body": response.body}
     for name, value in response.headers.items():
-        if name.lower() not in _NOT_THE_ANSWERS:
+        if name.lower() not in NOT_THE_ANSWERS:
             out["header " + name.lower()] = value
     if response.json is not None:
         _flatten("body ", response.json, out)
