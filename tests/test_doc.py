@@ -206,3 +206,46 @@ def test_bad_spec_data_is_a_clear_error_not_a_traceback(
 def test_a_malformed_assumption_row_is_named(doc: object, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         _assumption_rows(doc)
+
+
+def _resolves(pointer: str) -> bool:
+    """A `decided_in` pointer, `path[:Qualified.name]`, names real code: the file exists
+    and, for a Python file, the module has the name (a class's method, a function, a
+    constant); for another file, the name is in its text."""
+    import importlib
+    path, _, qualified = pointer.partition(":")
+    file = paths.ROOT.parent / path if not (paths.ROOT / path).exists() else paths.ROOT / path
+    if not file.exists():
+        return False
+    if not path.endswith(".py") or not qualified:
+        return not qualified or qualified.split(".")[-1] in file.read_text(encoding="utf-8")
+    found: object = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    for part in qualified.split("."):
+        if not hasattr(found, part):
+            return False
+        found = getattr(found, part)
+    return True
+
+
+def test_every_decided_in_pointer_names_real_code() -> None:
+    doc = yaml.safe_load((paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))
+    rows = doc["assumptions"] if isinstance(doc, dict) else doc
+    pointers = [(row["id"], p) for row in rows for p in row.get("decided_in") or []]
+    assert len(pointers) > 100
+    assert _resolves("refsim/wire/router.py:Router._poll")  # the check can pass...
+    assert not _resolves("refsim/domain/suites.py:Suite.parse")  # ...and fail
+    assert [(rid, p) for rid, p in pointers if not _resolves(p)] == []
+
+
+def test_the_readmes_falsify_sample_is_what_falsify_prints(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    start = text.index("$ refsim falsify --cached\n") + len("$ refsim falsify --cached\n")
+    sample = text[start:text.index("```", start)]
+    assert main(["falsify", "--cached"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    shown = [ln for ln in sample.splitlines() if ln != "..."]
+    assert len(shown) > 5
+    for line in shown:  # every line of the sample, in order, in what falsify prints
+        assert line in printed, line
+    assert shown[-1] == printed[-1]
