@@ -318,6 +318,23 @@ def _falsified() -> list[str]:
         out += ["", f"The program that kills `{row['refsim']['host']}` for *{row['requirement']}* "
                 f"({program['steps']} steps, `{program['requirementId']}`):", "", "```python",
                 *program["program"], "```"]
+    from refsim.check.falsify import TWO_SIDED_LEVELS, WIRE_NOTE, two_sided
+    labels = dict(TWO_SIDED_LEVELS)
+    out += ["", "### Two-sided", "",
+            "A row is witnessable at a level only if every zoo host built to break it is "
+            "killed there, on the row's own requirement ids; the survivors at each level "
+            f"short of that are named ({WIRE_NOTE}). A row that **disagrees** names its "
+            "witness.", "",
+            "| RFC row | RFC verdict | violators | witnessable at | survivors, by level | "
+            "disagreement |", "| --- | --- | --- | --- | --- | --- |"]
+    for row in two_sided(doc):
+        at = ("no violator" if not row["violators"] else "—" if row["witnessableAt"] is None
+              else labels[row["witnessableAt"]])
+        gone = "; ".join(f"{labels[level]}: " + ", ".join(f"`{h}`" for h in hosts)
+                         for level, hosts in row["survivors"].items() if hosts)
+        flag = f"**disagrees**: {row['disagreement']}" if row["disagreement"] else ""
+        out.append(f"| {_cell(row['requirement'])} | {row['rfc']} | {len(row['violators'])} "
+                   f"| {at} | {_cell(gone)} | {_cell(flag)} |")
     out += ["", "### Every requirement id", "",
             "| requirement | level | refsim verdict | faulty hosts that break it (weakest "
             "observation) |", "| --- | --- | --- | --- |"]

@@ -376,3 +376,40 @@ def test_diff_finds_a_fork_of_an_erased_source_at_the_default_budget(reading: st
     assert result.difference is not None, result.inconclusive
     assert result.difference.path.endswith(":fork") and result.difference.what == "status"
     assert result.fuzz.steps <= 4
+
+
+def test_two_sided_names_a_survivor_and_witnesses_only_when_every_violator_is_killed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row is witnessable at a level only if every violator is killed there on the row's
+    own ids: one violator killed on another id, or not at all, is a survivor and the
+    disagreement's witness."""
+    own, other = "openwop.requirement.0252.echo-x", "openwop.requirement.0252.other"
+    monkeypatch.setattr(falsify, "load_breaks", lambda: {
+        "killed-on-wire": (own,), "killed-with-counter": (own,), "killed-elsewhere": (own,),
+        "unrelated": (other,)})
+
+    def host(name: str, levels: dict[str, dict[str, str]]) -> dict[str, Any]:
+        return {"host": name, "breaks": "", "levels": levels}
+    row = {"id": "echo", "requirement": "§E echo", "verdict": "witnessable-gated",
+           "requirements": [own]}
+    raw = [host("killed-on-wire", {"wire": {own: "f"}, "seams": {own: "f"}, "inside": {own: "f"}}),
+           host("killed-with-counter", {"wire": {}, "seams": {own: "f"},
+                                        "only:counter": {own: "f"}, "only:erase": {},
+                                        "only:resolve": {}, "inside": {own: "f"}}),
+           host("unrelated", {"wire": {}, "seams": {}, "inside": {}})]
+    (got,) = falsify.two_sided({"rfc": [row], "raw": raw})
+    assert got["violators"] == ["killed-on-wire", "killed-with-counter"]
+    assert got["survivors"]["wire"] == ["killed-with-counter"]
+    assert got["witnessableAt"] == "only:counter" and got["disagreement"] is None
+    # A violator killed only on another requirement id survives everywhere: it witnesses
+    # that the RFC's "witnessable-gated" is not earned by this zoo.
+    raw.append(host("killed-elsewhere", {"wire": {other: "f"}, "seams": {other: "f"},
+                                         "inside": {other: "f"}}))
+    (got,) = falsify.two_sided({"rfc": [row], "raw": raw})
+    assert got["survivors"]["only:counter"] == ["killed-elsewhere"]
+    assert got["witnessableAt"] is None
+    assert "killed-elsewhere" in got["disagreement"]
+    # The RFC's "unwitnessable" disagrees only when every violator dies short of the inside.
+    unwitnessable = {**row, "verdict": "unwitnessable"}
+    (got,) = falsify.two_sided({"rfc": [unwitnessable], "raw": raw[:2]})
+    assert got["disagreement"] is not None and "wire + counter seam" in got["disagreement"]

@@ -399,6 +399,104 @@ def outside_machine(host: str, seams: Sequence[str]) -> Any:
     return machine_for(lambda: OutsideClient(faulty.host(), seams))
 
 
+# ----------------------------------------------------------------------------- two-sided
+
+# The observation levels, weakest first, as the two-sided table reads them. Every outside
+# level includes refsim's own suite and tenant seams (the checker registers its suites and
+# second tenant through them where discovery lists them): a host without them is judged on
+# fewer rows (`refsim check --base-url` says which).
+TWO_SIDED_LEVELS: tuple[tuple[str, str], ...] = (
+    ("wire", "wire"), ("only:counter", "wire + counter seam"),
+    ("only:erase", "wire + erase seam"), ("only:resolve", "wire + resolve seam"),
+    ("seams", "wire + counter, erase and resolve seams"), ("inside", "inside only"))
+WIRE_NOTE = "every outside level includes refsim's own suite and tenant seams"
+# The RFC's verdicts, as the weakest level each claims a row is witnessed at: unaided, the
+# wire alone; gated, the suite with its fixtures and its counter tool (the RFC's "who" for
+# those rows is "the suite", "the suite, through the counter tool").
+RFC_LEVEL = {"witnessable-unaided": "wire", "witnessable-gated": "only:counter",
+             "claims-check": "wire", "negative-existence": "wire", "seam-gated": "seams"}
+
+
+def _kills_at(levels: dict[str, dict[str, str]], level: str) -> dict[str, str]:
+    """The ids a host is killed on at `level`. A seam alone is judged only when the three
+    seams together kill more than the wire: where they do not, each alone kills what the
+    wire does."""
+    if level in levels:
+        return levels[level]
+    return levels.get("wire", {}) if level.startswith("only:") else {}
+
+
+# Faulty hosts whose fault shows only under a profile the outside levels do not serve (a
+# profile pin): served outside, with the reference profile, they are correct, so they are
+# violators only at the inside level.
+CORRECT_OUTSIDE = frozenset({"accepts-failed-call-without-fixture-errors"})
+
+
+def two_sided(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per RFC row and level: the violators (zoo hosts built to break one of the row's
+    requirement ids) that survive there, killed on none of the row's ids they break. A row
+    is witnessable at a level only when every violator is killed there; a survivor shows it
+    is not. Computed from the cache's `raw`, so `--cached` and REFERENCE.md show it too."""
+    breaks = load_breaks()
+    # A host whose fault shows only under a profile the outside levels do not serve (a
+    # profile pin) is no violator there: served outside, it is correct.
+    out = []
+    for row in doc["rfc"]:
+        own = set(row["requirements"])
+        violators = [h for h in doc["raw"] if own & set(breaks.get(h["host"], ()))]
+        survivors = {level: sorted(h["host"] for h in violators
+                                   if not own & set(breaks[h["host"]])
+                                   & set(_kills_at(h["levels"], level))
+                                   and (level == "inside"
+                                        or h["host"] not in CORRECT_OUTSIDE))
+                     for level, _ in TWO_SIDED_LEVELS}
+        weakest = next((level for level, _ in TWO_SIDED_LEVELS
+                        if violators and not survivors[level]), None)
+        claimed = RFC_LEVEL.get(row["verdict"])
+        rank = [level for level, _ in TWO_SIDED_LEVELS]
+        witness = None
+        if claimed is not None and survivors.get(claimed):
+            witness = (f"the RFC calls it {row['verdict']}; {survivors[claimed][0]} breaks it "
+                       f"and survives at {dict(TWO_SIDED_LEVELS)[claimed]}")
+        elif claimed is None and weakest is not None and weakest != "inside":
+            witness = (f"the RFC calls it {row['verdict']}; every violator is killed at "
+                       f"{dict(TWO_SIDED_LEVELS)[weakest]}")
+        out.append({"id": row["id"], "requirement": row["requirement"],
+                    "rfc": row["verdict"], "violators": sorted(h["host"] for h in violators),
+                    "survivors": survivors, "witnessableAt": weakest,
+                    "weakerThanClaimed": weakest is not None and claimed is not None
+                    and rank.index(weakest) < rank.index(claimed),
+                    "disagreement": witness})
+    return out
+
+
+def two_sided_lines(doc: dict[str, Any]) -> list[str]:
+    """The two-sided table as the report prints it, a few lines per RFC row."""
+    lines = ["Two-sided: a row is witnessable at a level only if every zoo host built to "
+             "break it is killed there, on the row's own requirement ids; a survivor shows "
+             f"it is not ({WIRE_NOTE}).", ""]
+    for row in two_sided(doc):
+        where = ("no violator in the zoo" if not row["violators"] else
+                 "survivors even inside" if row["witnessableAt"] is None else
+                 f"witnessable at {dict(TWO_SIDED_LEVELS)[row['witnessableAt']]}")
+        flag = "  DISAGREES" if row["disagreement"] else ""
+        lines.append(f"{row['requirement']}{flag}")
+        lines.append(f"  RFC: {row['rfc']}; refsim: {where} "
+                     f"({len(row['violators'])} violator(s))")
+        for level, label in TWO_SIDED_LEVELS:
+            gone = row["survivors"][level]
+            if gone:
+                lines.append(f"    survives at {label}: {', '.join(gone[:4])}"
+                             + (f" +{len(gone) - 4}" if len(gone) > 4 else ""))
+        if row["disagreement"]:
+            lines.append(f"  disagreement: {row['disagreement']}")
+    rows = two_sided(doc)
+    flagged = [r["id"] for r in rows if r["disagreement"]]
+    lines += ["", f"{len(flagged)} two-sided disagreement(s) with the RFC's table: "
+              + (", ".join(flagged) or "none")]
+    return lines
+
+
 # ----------------------------------------------------------------------------- output
 
 
@@ -408,9 +506,12 @@ def report(doc: dict[str, Any], out: TextIO) -> None:
           f"({len(doc['hosts'])} faulty hosts)\n" + (
               f"PARTIAL: stopped after {partial['judged']} of {partial['of']} hosts; a "
               "verdict may change with the rest\n" if partial else ""), file=out)
+    print("One-sided: for each row, the weakest observation that kills some violator (an "
+          "existential claim; the two-sided table at the end asks it of every violator).\n",
+          file=out)
     for row in doc["rfc"]:
         computed = row["refsim"]
-        flag = "  DISAGREES" if row["disagreement"] else ""
+        flag = "  (one-sided: differs)" if row["disagreement"] else ""
         print(f"{row['requirement']}{flag}", file=out)
         print(f"  RFC:    {row['verdict']} ({row['verdict_text']})", file=out)
         print(f"  refsim: {computed['verdict']}", file=out)
@@ -445,8 +546,10 @@ def report(doc: dict[str, Any], out: TextIO) -> None:
         print(f"  {h['host']:<44} {h['weakestOnItsOwn']:<36} ({h['weakest']})  [{own}]",
               file=out)
     disagreements = [r for r in doc["rfc"] if r["disagreement"]]
-    print(f"\n{len(disagreements)} disagreement(s) with the RFC's table: "
+    print(f"\nOne-sided (the weakest observation that kills some violator): "
+          f"{len(disagreements)} disagreement(s) with the RFC's table: "
           + (", ".join(r["id"] for r in disagreements) or "none"), file=out)
+    print("", *two_sided_lines(doc), sep="\n", file=out)
 
 
 def write(doc: dict[str, Any], path: str | Path = CACHE_PATH) -> None:
