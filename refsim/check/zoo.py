@@ -175,6 +175,50 @@ class _AcceptsFailedCalls(SourcePolicy):
         return found
 
 
+class _AcceptsUnheldSource(SourcePolicy):
+    """Takes a source whose calls were never kept (an agent the host does not hold calls
+    for) as usable: there is nothing to derive, so the task gets no recorded answers."""
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        if found == NOT_HELD:
+            rid = parse_bound(value)
+            assert rid is not None
+            run = core.runs[rid]
+            if not run.calls_erased:  # erased sources stay refused: only the never-kept
+                return run
+        return found
+
+
+class _AcceptsEmptyMap:
+    """An edge in front of the host: an eval create whose fixtureRuns is an empty map has
+    the member dropped before the host reads it, so the eval runs as if none were given
+    (the schema's minProperties would refuse it further in)."""
+
+    def before(self, host: SimHost, method: str, target: str, headers: dict[str, str],
+               body: bytes | None) -> bytes | None:
+        if method != "POST" or target.split("?", 1)[0] != "/runs" or not body:
+            return body
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return body
+        if isinstance(doc, dict) and doc.get("fixtureRuns") == {} and doc.get("mode") == "eval":
+            return json.dumps({k: v for k, v in doc.items() if k != "fixtureRuns"}).encode()
+        return body
+
+    def __call__(self, host: SimHost, method: str, path: str, headers: dict[str, str],
+                 body: bytes | None, response: Response) -> Response:
+        return response
+
+
+class _DropsErrorEntries(Deriver):
+    def derive(self, core: HostView, source: RunRecord, agent_id: str
+               ) -> tuple[FixtureEntry, ...]:
+        return tuple(e for e in super().derive(core, source, agent_id) if not e.is_error)
+
+
 class ServesMissLive(MissPolicy):
     def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
                 on_miss: str) -> tuple[ToolResult, bool]:
@@ -1237,6 +1281,12 @@ ZOO: tuple[Mutant, ...] = (
            inside_only="the fault shows only on a host without fixtureErrors; served with the "
            "reference profile (which advertises it) the host is correct, and the row that "
            "judges it pins the no-fixture-errors profile"),
+    Mutant("accepts-unheld-source", "§C: a source whose calls the host does not hold is "
+           "refused (here taken, with nothing to derive)", _swap(sources=_AcceptsUnheldSource)),
+    Mutant("accepts-empty-map", "§B: an empty fixtureRuns map is refused (here the eval runs "
+           "as if none were given)", edge=_AcceptsEmptyMap()),
+    Mutant("drops-error-entries", "§D: a call that failed yields an entry with its error "
+           "(here failed calls are left out)", _swap(deriver=_DropsErrorEntries)),
     Mutant("words-non-terminal-differently", "§C: every unusable source gets the same refusal",
            _swap(rules=_WordsNonTerminalDifferently)),
     Mutant("serves-out-of-order", "§D/RFC 0244: the first unconsumed match in sequence order",
