@@ -413,3 +413,25 @@ def test_two_sided_names_a_survivor_and_witnesses_only_when_every_violator_is_ki
     unwitnessable = {**row, "verdict": "unwitnessable"}
     (got,) = falsify.two_sided({"rfc": [unwitnessable], "raw": raw[:2]})
     assert got["disagreement"] is not None and "wire + counter seam" in got["disagreement"]
+
+
+def test_every_reading_names_the_steps_it_touches_and_an_untaken_one_is_inconclusive(
+        ) -> None:
+    from refsim.check.assume import BUILDERS
+    from refsim.check.diff import TOUCHES, DiffResult
+    from refsim.testing.fuzz import FuzzResult
+    from refsim.testing.stateful import CRITICAL
+    assert set(TOUCHES) == {row for row, _ in BUILDERS}
+    counted = set(CRITICAL) | {"probe:suite-fixtures-without-onMiss"}
+    assert {b for branches in TOUCHES.values() for b in branches} <= counted
+
+    def result(probes: int) -> DiffResult:
+        machine = type("Machine", (), {"branches": {**{b: 1 for b in CRITICAL},
+                                                    "probe:suite-fixtures-without-onMiss":
+                                                    probes}})
+        fuzz = FuzzResult(True, None, "", (), (), machine)
+        return DiffResult(Pair(("default-on-miss=live",)), 10, 5, 0, None, fuzz)
+    untaken = result(0)
+    assert untaken.touched == {"probe:suite-fixtures-without-onMiss": 0}
+    assert untaken.inconclusive is not None and "never taken" in untaken.inconclusive
+    assert result(3).inconclusive is None

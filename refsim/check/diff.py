@@ -112,6 +112,21 @@ class _Minted:
         return self.seen[(key, value)]
 
 
+# Where each assumable open point decides what a host answers: the machine's branches that
+# reach it (`refsim diff` prints how often each was reached when it found no difference,
+# and calls the search inconclusive if one never was).
+TOUCHES: dict[str, tuple[str, ...]] = {
+    "merge-suite-fixtures": ("refusal:suite-fixtures",),
+    "gone-copy-code": ("fork:gone",),
+    "default-on-miss": ("probe:suite-fixtures-without-onMiss",),
+    "uniform-refusal-body": ("refusal:unknown", "refusal:foreign", "refusal:non-terminal",
+                             "refusal:no-agent", "refusal:not-held"),
+    "delegate-calls-derived": ("source:delegates",),
+    "fixture-errors": ("source:failed-call",),
+    "held-calls": ("source:eval", "source:workflow"),
+}
+
+
 @attrs.frozen
 class Answer:
     """One host's answer to one request, as compared: status, body, the events it caused."""
@@ -453,12 +468,27 @@ class DiffResult:
         return unreached(collections.Counter(self.fuzz.machine.branches))
 
     @property
+    def touched(self) -> dict[str, int]:
+        """The machine's branches where the pair's readings decide something (TOUCHES),
+        with how often the search reached each."""
+        branches = collections.Counter(self.fuzz.machine.branches)
+        names = sorted({b for row, _ in self.pair.rows() for b in TOUCHES.get(row.id, ())})
+        return {b: branches[b] for b in names}
+
+    @property
     def inconclusive(self) -> str | None:
-        """Why "none found" is no answer, or None."""
+        """Why "none found" is no answer, or None: the machine failed on host A, a critical
+        branch was never reached, or a step the reading touches was never taken."""
         if self.error is not None:
             return self.error
+        if self.difference is not None:
+            return None
         missing = self.unreached
-        return ("critical branches never reached: " + ", ".join(missing)) if missing else None
+        if missing:
+            return "critical branches never reached: " + ", ".join(missing)
+        untaken = [b for b, n in self.touched.items() if n == 0]
+        return ("the steps this reading touches were never taken: " + ", ".join(untaken)
+                if untaken else None)
 
     def to_json(self) -> dict[str, Any]:
         machine = self.fuzz.machine
@@ -483,6 +513,8 @@ class DiffResult:
             out["error"] = self.error
         if self.inconclusive is not None:
             out["inconclusive"] = self.inconclusive
+        if self.difference is None:
+            out["touched"] = self.touched
         return out
 
 
@@ -549,6 +581,9 @@ def report(result: DiffResult, out: TextIO) -> None:
               f"{machine.requests_made} request(s); branches:", file=out)
         for branch, count in sorted(machine.branches.items()):
             print(f"  {branch:<28} {count}", file=out)
+        if result.touched:
+            print("  the steps this reading touches: " + ", ".join(
+                f"{b} reached {n} time(s)" for b, n in result.touched.items()), file=out)
         if result.inconclusive is not None:
             print(f"INCONCLUSIVE: {result.inconclusive}; try a larger --max-examples or "
                   "--steps, or another --seed", file=out)
