@@ -549,8 +549,8 @@ _FUZZ_REMOTE = ("fuzz a live v2 host over HTTP instead: the machine sends only w
                 "a second tenant's key: the machine then also asks for tenant B's runs "
                 "from tenant A")
 
-# Each subcommand's --help: what it does, then examples. The first line of each is also
-# its entry in `refsim --help`.
+# Each subcommand's --help: what it does, then examples (`refsim --help` keeps the short
+# line each parser is added with).
 HELP: dict[str, tuple[str, tuple[str, ...]]] = {
     "check": ("Run the six conformance legs of v2-eval-recorded-fixtures, every row of the "
               "RFC example table and every invariant, on the built-in reference host or, "

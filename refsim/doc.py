@@ -318,8 +318,8 @@ def _falsified() -> list[str]:
         out += ["", f"The program that kills `{row['refsim']['host']}` for *{row['requirement']}* "
                 f"({program['steps']} steps, `{program['requirementId']}`):", "", "```python",
                 *program["program"], "```"]
-    from refsim.check.falsify import TWO_SIDED_LEVELS, WIRE_NOTE, two_sided
-    labels = dict(TWO_SIDED_LEVELS)
+    from refsim.check.falsify import LEVEL_LABELS as labels
+    from refsim.check.falsify import WIRE_NOTE, two_sided
     out += ["", "### Two-sided", "",
             "A row is witnessable at a level only if every zoo host built to break it is "
             "killed there, on the row's own requirement ids; the survivors at each level "

@@ -637,7 +637,7 @@ def write_json(results: Sequence[DiffResult], path: str | Path, *, every: bool =
     doc: Any = results[0].to_json() if len(results) == 1 and not every else \
         {"diffs": [r.to_json() for r in results]}
     if partial is not None:
-        doc = {**doc, "partial": partial} if doc else {"partial": partial}
+        doc = {**doc, "partial": partial}
     Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
                           encoding="utf-8")
 

@@ -409,6 +409,7 @@ TWO_SIDED_LEVELS: tuple[tuple[str, str], ...] = (
     ("wire", "wire"), ("only:counter", "wire + counter seam"),
     ("only:erase", "wire + erase seam"), ("only:resolve", "wire + resolve seam"),
     ("seams", "wire + counter, erase and resolve seams"), ("inside", "inside only"))
+LEVEL_LABELS = dict(TWO_SIDED_LEVELS)
 WIRE_NOTE = "every outside level includes refsim's own suite and tenant seams"
 # The RFC's verdicts, as the weakest level each claims a row is witnessed at: unaided, the
 # wire alone; gated, the suite with its fixtures and its counter tool (the RFC's "who" for
@@ -438,8 +439,6 @@ def two_sided(doc: dict[str, Any]) -> list[dict[str, Any]]:
     is witnessable at a level only when every violator is killed there; a survivor shows it
     is not. Computed from the cache's `raw`, so `--cached` and REFERENCE.md show it too."""
     breaks = load_breaks()
-    # A host whose fault shows only under a profile the outside levels do not serve (a
-    # profile pin) is no violator there: served outside, it is correct.
     out = []
     for row in doc["rfc"]:
         own = set(row["requirements"])
@@ -453,19 +452,16 @@ def two_sided(doc: dict[str, Any]) -> list[dict[str, Any]]:
         weakest = next((level for level, _ in TWO_SIDED_LEVELS
                         if violators and not survivors[level]), None)
         claimed = RFC_LEVEL.get(row["verdict"])
-        rank = [level for level, _ in TWO_SIDED_LEVELS]
         witness = None
         if claimed is not None and survivors.get(claimed):
             witness = (f"the RFC calls it {row['verdict']}; {survivors[claimed][0]} breaks it "
-                       f"and survives at {dict(TWO_SIDED_LEVELS)[claimed]}")
+                       f"and survives at {LEVEL_LABELS[claimed]}")
         elif claimed is None and weakest is not None and weakest != "inside":
             witness = (f"the RFC calls it {row['verdict']}; every violator is killed at "
-                       f"{dict(TWO_SIDED_LEVELS)[weakest]}")
+                       f"{LEVEL_LABELS[weakest]}")
         out.append({"id": row["id"], "requirement": row["requirement"],
                     "rfc": row["verdict"], "violators": sorted(h["host"] for h in violators),
                     "survivors": survivors, "witnessableAt": weakest,
-                    "weakerThanClaimed": weakest is not None and claimed is not None
-                    and rank.index(weakest) < rank.index(claimed),
                     "disagreement": witness})
     return out
 
@@ -475,10 +471,11 @@ def two_sided_lines(doc: dict[str, Any]) -> list[str]:
     lines = ["Two-sided: a row is witnessable at a level only if every zoo host built to "
              "break it is killed there, on the row's own requirement ids; a survivor shows "
              f"it is not ({WIRE_NOTE}).", ""]
-    for row in two_sided(doc):
+    rows = two_sided(doc)
+    for row in rows:
         where = ("no violator in the zoo" if not row["violators"] else
                  "survivors even inside" if row["witnessableAt"] is None else
-                 f"witnessable at {dict(TWO_SIDED_LEVELS)[row['witnessableAt']]}")
+                 f"witnessable at {LEVEL_LABELS[row['witnessableAt']]}")
         flag = "  DISAGREES" if row["disagreement"] else ""
         lines.append(f"{row['requirement']}{flag}")
         lines.append(f"  RFC: {row['rfc']}; refsim: {where} "
@@ -490,7 +487,6 @@ def two_sided_lines(doc: dict[str, Any]) -> list[str]:
                              + (f" +{len(gone) - 4}" if len(gone) > 4 else ""))
         if row["disagreement"]:
             lines.append(f"  disagreement: {row['disagreement']}")
-    rows = two_sided(doc)
     flagged = [r["id"] for r in rows if r["disagreement"]]
     lines += ["", f"{len(flagged)} two-sided disagreement(s) with the RFC's table: "
               + (", ".join(flagged) or "none")]

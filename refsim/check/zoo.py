@@ -164,30 +164,23 @@ class _AcceptsNonTerminal(SourcePolicy):
             run.status = saved
 
 
-class _AcceptsFailedCalls(SourcePolicy):
-    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
-               ) -> RunRecord | str:
-        found = super().assess(core, caller, value, agent_id)
-        if found == FAILED_CALL:
-            rid = parse_bound(value)
-            assert rid is not None
-            return core.runs[rid]
-        return found
+class _AcceptsKind(SourcePolicy):
+    """Takes one kind of source §C calls unusable as usable (where `when` says so of the
+    run): a failed-call source without fixtureErrors, or one whose calls were never kept
+    (there is nothing to derive, so the task gets no recorded answers)."""
 
-
-class _AcceptsUnheldSource(SourcePolicy):
-    """Takes a source whose calls were never kept (an agent the host does not hold calls
-    for) as usable: there is nothing to derive, so the task gets no recorded answers."""
+    def __init__(self, kind: str, when: Callable[[RunRecord], bool] = lambda run: True
+                 ) -> None:
+        self.kind, self.when = kind, when
 
     def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
                ) -> RunRecord | str:
         found = super().assess(core, caller, value, agent_id)
-        if found == NOT_HELD:
+        if found == self.kind:
             rid = parse_bound(value)
             assert rid is not None
-            run = core.runs[rid]
-            if not run.calls_erased:  # erased sources stay refused: only the never-kept
-                return run
+            if self.when(core.runs[rid]):
+                return core.runs[rid]
         return found
 
 
@@ -1234,7 +1227,6 @@ def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
     return lambda: Components(**{name: make() for name, make in parts.items()})
 
 
-
 # ----------------------------------------------------------------------------- the zoo
 
 # Why a host that reads the source again on a fork cannot be caught from outside.
@@ -1277,12 +1269,13 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("accepts-without-mode", "§B: fixtureRuns without mode eval is refused",
            _swap(rules=_AcceptsWithoutMode)),
     Mutant("accepts-failed-call-without-fixture-errors", "§C: a failed-call source is usable "
-           "only with fixtureErrors", _swap(sources=_AcceptsFailedCalls),
+           "only with fixtureErrors", _swap(sources=lambda: _AcceptsKind(FAILED_CALL)),
            inside_only="the fault shows only on a host without fixtureErrors; served with the "
            "reference profile (which advertises it) the host is correct, and the row that "
            "judges it pins the no-fixture-errors profile"),
     Mutant("accepts-unheld-source", "§C: a source whose calls the host does not hold is "
-           "refused (here taken, with nothing to derive)", _swap(sources=_AcceptsUnheldSource)),
+           "refused (here taken, with nothing to derive)", _swap(sources=lambda: _AcceptsKind(
+               NOT_HELD, lambda run: not run.calls_erased))),
     Mutant("accepts-empty-map", "§B: an empty fixtureRuns map is refused (here the eval runs "
            "as if none were given)", edge=_AcceptsEmptyMap()),
     Mutant("drops-error-entries", "§D: a call that failed yields an entry with its error "

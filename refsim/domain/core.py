@@ -349,7 +349,7 @@ class _Invocation:
                                      self.depth + 1, parent=self.invocation_id,
                                      root_agent=self.root_agent)
         # The parent gets its own copy: the delegate's decision as recorded stays as it is.
-        return decision if type(decision) in _SCALARS else copied(decision)
+        return copied(decision)
 
 
 # ----------------------------------------------------------------------------- the core

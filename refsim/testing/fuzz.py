@@ -11,7 +11,6 @@ import multiprocessing
 import queue
 import re
 import shlex
-import signal
 import time
 import unittest
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,7 +28,7 @@ from hypothesis.errors import Unsatisfiable
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 from hypothesis.reporting import with_reporter
 
-from refsim.progress import EXIT_INTERRUPTED, Progress
+from refsim.progress import EXIT_INTERRUPTED, Progress, ignore_interrupts
 from refsim.testing.stateful import (
     RecordedFixturesMachine,
     RequirementViolated,
@@ -509,7 +508,7 @@ _DONE: Any = None  # a multiprocessing Queue: each job's outcome so far, after e
 def _init_job(stop: Any, done: Any = None) -> None:
     global _STOP, _DONE
     _STOP, _DONE = stop, done
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
+    ignore_interrupts()  # the parent decides what Ctrl-C stops
 
 
 def batch_seed(base_seed: int, job: int, jobs: int, batch: int) -> int:
