@@ -268,7 +268,18 @@ class Echo(Expectation):
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         raw = ctx.current_args["fixture_runs"] if value is True else value
-        return [judges.echo(ctx.req, obs.events, ctx.subst(raw))]
+        return [judges.echo(ctx.req, obs.events, ctx.subst(raw)),
+                *_alike_on_the_stream(ctx, obs, tenant)]
+
+
+def _alike_on_the_stream(ctx: Context, obs: Observed, tenant: str) -> list[Finding]:
+    """The eval is the same on every channel the host offers: the run's SSE stream carries
+    the eval events its poll does (the echo, each task's fixtureMissCount and passed). A host
+    with no stream there is judged on the poll alone."""
+    if obs.run_id is None:
+        return []
+    stream = ctx.session(tenant).stream(obs.run_id)
+    return [] if stream is None else [judges.eval_events_alike(ctx.req, obs.events, stream)]
 
 
 class OutcomesEqualSource(Expectation):
@@ -305,7 +316,8 @@ class FixtureMissCount(Expectation):
         pairs = _tasks(value, obs)
         if pairs is None:
             return [fail(ctx.req, f"{label}: the run has no EvalSummary with tasks")]
-        return [f for task, want in pairs for f in self.per_task(ctx.req, obs, task, want)]
+        return [*(f for task, want in pairs for f in self.per_task(ctx.req, obs, task, want)),
+                *_alike_on_the_stream(ctx, obs, tenant)]
 
     def per_task(self, req: str, obs: Observed, task: str, want: Any) -> list[Finding]:
         return judges.miss_count(req, obs.events, obs.summary, task, want)
