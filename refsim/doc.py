@@ -106,7 +106,7 @@ def _requirement(q: Requirement, reg: Registry, examples: Sequence[Example],
 
 
 def _rules(reg: Registry) -> list[str]:
-    out = ["| rule | section | level | witness class | text | covered by |",
+    out = ["| rule | section | level | RFC verdict | text | covered by |",
            "| --- | --- | --- | --- | --- | --- |"]
     for r in reg.rules:
         covering = reg.covering(r)
@@ -116,7 +116,7 @@ def _rules(reg: Registry) -> list[str]:
             cover = f"not coverable: {_cell(r.rationale or '')}"
         else:
             cover = "**uncovered**" if r.is_obligation else "no check"
-        out.append(f"| {r.id} | {r.section} | {r.level} | `{r.witness}` | {_cell(r.text)} | "
+        out.append(f"| {r.id} | {r.section} | {r.level} | `{r.rfc_verdict}` | {_cell(r.text)} | "
                    f"{cover} |")
     return out
 
@@ -333,13 +333,21 @@ def _falsified() -> list[str]:
         gone = "; ".join(f"{labels[level]}: " + ", ".join(f"`{h}`" for h in hosts)
                          for level, hosts in row["survivors"].items() if hosts)
         flag = f"**disagrees**: {row['disagreement']}" if row["disagreement"] else ""
+        if row["readings"]:
+            gone += ("; " if gone else "") + "left out, contradicting only refsim's reading: " \
+                + ", ".join(f"`{h}`" for h in row["readings"])
         out.append(f"| {_cell(row['requirement'])} | {row['rfc']} | {len(row['violators'])} "
                    f"| {at} | {_cell(gone)} | {_cell(flag)} |")
+    from refsim.check.falsify import register_line, requirement_levels
+    sided = {q["id"]: q for q in requirement_levels(doc)}
     out += ["", "### Every requirement id", "",
+            "Two-sided over the id alone: where every violator dies, beside the witness "
+            "class of specs/requirements.yaml (a test holds them to agree); a host that "
+            "contradicts only refsim's reading of an open point is named as such.", "",
             "| requirement | level | refsim verdict | faulty hosts that break it (weakest "
-            "observation) |", "| --- | --- | --- | --- |"]
+            "observation) | two-sided |", "| --- | --- | --- | --- | --- |"]
     for q in doc["requirements"]:
         hosts = ", ".join(f"`{k['host']}` ({k['observation']})" for k in q["kills"])
         out.append(f"| `{short_id(q['id'])}` | {q['level']} | {_cell(q['verdict'])} | "
-                   f"{hosts or '—'} |")
+                   f"{hosts or '—'} | {_cell(register_line(sided[q['id']]))} |")
     return out

@@ -122,8 +122,11 @@ def test_the_loader_round_trips_the_shipped_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"witness": "unwitnessable", "non_testability_rationale": "none"},
+    ({"requirement_id": "refsim.requirement.0252.no-egress-credential",
+      "non_testability_rationale": "none"},
      "eval-fixture-run-tenant-scoped: a protocol-tier row must not be unwitnessable"),
+    ({"requirement_id": "refsim.requirement.0252.nothing"},
+     "requirement_id 'refsim.requirement.0252.nothing' is no requirement of"),
     ({"check": "check_nothing"},
      "eval-fixture-run-tenant-scoped: check 'check_nothing' is not a check registered"),
     ({"severity": None}, "eval-fixture-run-tenant-scoped: missing required field(s) severity"),
@@ -134,7 +137,8 @@ def test_the_loader_round_trips_the_shipped_file(tmp_path: Path) -> None:
      "eval-fixture-run-tenant-scoped: name exactly one of `check`"),
     ({"tier": "advisory"}, "eval-fixture-run-tenant-scoped: tier 'advisory' is not one of"),
     ({"severity": "urgent"}, "eval-fixture-run-tenant-scoped: severity 'urgent' is not one of"),
-    ({"witness": "seen-it"}, "eval-fixture-run-tenant-scoped: witness 'seen-it' is not one of"),
+    # Witness classes are written once, in specs/requirements.yaml: a row's own is refused.
+    ({"witness": "claims-check"}, "eval-fixture-run-tenant-scoped: unknown field(s) witness"),
     ({"tests": []}, "eval-fixture-run-tenant-scoped: a protocol-tier row needs at least one"),
     ({"tests": "tests/test_invariants.py"}, "tests must be a list"),
     ({"requirement_id": "0252.source-uniform"}, "requirement_id '0252.source-uniform' is not"),
@@ -149,8 +153,9 @@ def test_the_loader_refuses_a_malformed_row(tmp_path: Path, changes: dict[str, A
 
 def test_unwitnessable_needs_a_rationale(tmp_path: Path) -> None:
     index = list(EXPECTED).index("eval-fixture-no-egress-credential")
-    with pytest.raises(ValueError, match="eval-fixture-no-egress-credential: witness "
-                                         "unwitnessable needs a non_testability_rationale"):
+    with pytest.raises(ValueError, match="eval-fixture-no-egress-credential: its requirement "
+                                         "is unwitnessable, so it needs a "
+                                         "non_testability_rationale"):
         _load(tmp_path, _edit(index, non_testability_rationale=None))
 
 

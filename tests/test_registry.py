@@ -103,7 +103,7 @@ def test_only_unwitnessable_obligations_with_a_rationale_go_uncovered(registry: 
                                                                       ) -> None:
     exempt = [r.id for r in registry.rules if r.is_obligation and not registry.covering(r)]
     assert exempt == ["R3"]
-    assert registry.rule("R3").witness == "unwitnessable" and registry.rule("R3").rationale
+    assert registry.rule("R3").rfc_verdict == "unwitnessable" and registry.rule("R3").rationale
 
 
 def test_levels_follow_the_rfc(registry: Registry) -> None:
@@ -118,9 +118,9 @@ def test_levels_follow_the_rfc(registry: Registry) -> None:
 def test_witness_classes_follow_the_falsifiability_table(registry: Registry) -> None:
     # The RFC's table calls these four unwitnessable, and the shapes witnessable unaided.
     for rid in ("R3", "R18", "R21", "S3"):
-        assert registry.rule(rid).witness == "unwitnessable", rid
+        assert registry.rule(rid).rfc_verdict == "unwitnessable", rid
     for rid in ("R1", "R5", "R6"):
-        assert registry.rule(rid).witness == "witnessable-unaided", rid
+        assert registry.rule(rid).rfc_verdict == "witnessable-unaided", rid
     assert registry.requirement(P + "shape").witness == "witnessable-unaided"
     for leg in ("source-replayed", "drift-fails-closed", "source-refused", "source-uniform",
                 "fields-refused"):
@@ -238,10 +238,10 @@ def test_requirement_str_and_short(registry: Registry) -> None:
 def minimal() -> dict[str, Any]:
     return {
         "rules": [
-            {"id": "R1", "section": "§A", "level": "MUST", "text": "a rule", "witness":
+            {"id": "R1", "section": "§A", "level": "MUST", "text": "a rule", "rfc_verdict":
              "witnessable-gated", "covered_by": ["refsim.requirement.0252.one"]},
             {"id": "R2", "section": "§A", "level": "DEF", "text": "a definition",
-             "witness": "witnessable-unaided", "covered_by": []},
+             "rfc_verdict": "witnessable-unaided", "covered_by": []},
         ],
         "requirements": [
             {"id": "refsim.requirement.0252.one", "title": "one", "section": "§A",
@@ -264,7 +264,8 @@ def test_validator_accepts_the_minimal_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda d: d["rules"][0].update(level="MUSTT"), r"rule R1: unknown level 'MUSTT'"),
-    (lambda d: d["rules"][1].update(witness="visible"), r"rule R2: unknown witness 'visible'"),
+    (lambda d: d["rules"][1].update(rfc_verdict="visible"),
+     r"rule R2: unknown rfc_verdict 'visible'"),
     (lambda d: d["requirements"][0].update(level="must"),
      r"requirement refsim\.requirement\.0252\.one: unknown level 'must'"),
     (lambda d: d["rules"][0]["covered_by"].append("refsim.requirement.0252.ghost"),
@@ -278,8 +279,8 @@ def test_validator_accepts_the_minimal_file(tmp_path: Path) -> None:
      r"requirement refsim\.requirement\.0252\.one: rules names R1, whose covered_by does not"),
     (lambda d: d["requirements"][0].update(rules=[]),
      r"rule R1: covered_by names refsim\.requirement\.0252\.one, whose rules do not list R1"),
-    (lambda d: d["rules"][1].update(witness="unwitnessable"),
-     r"rule R2: witness unwitnessable needs a rationale"),
+    (lambda d: d["rules"][1].update(rfc_verdict="unwitnessable"),
+     r"rule R2: rfc_verdict unwitnessable needs a rationale"),
     (lambda d: d["requirements"][0].update(checks=["pytest:test_x"]),
      r"check 'pytest:test_x' is not <kind>:<name>"),
     (lambda d: d["requirements"][0].update(id="requirement.one"),
@@ -307,17 +308,17 @@ def test_uncovered_names_a_must_whose_requirement_has_no_check(tmp_path: Path) -
 def test_uncovered_names_a_should_with_no_requirement(tmp_path: Path) -> None:
     data = minimal()
     data["rules"].append({"id": "S3", "section": "Security", "level": "SHOULD",
-                          "text": "erase the copy", "witness": "seam-gated"})
+                          "text": "erase the copy", "rfc_verdict": "seam-gated"})
     assert [r.id for r in load(tmp_path, data).uncovered()] == ["S3"]
 
 
 def test_uncovered_exempts_only_unwitnessable_with_a_rationale(tmp_path: Path) -> None:
     data = minimal()
     data["rules"].append({"id": "R3", "section": "§A", "level": "MUST NOT",
-                          "text": "a client obligation", "witness": "unwitnessable",
+                          "text": "a client obligation", "rfc_verdict": "unwitnessable",
                           "rationale": "no host shows what a client sends elsewhere"})
     data["rules"].append({"id": "R4", "section": "§A", "level": "MUST NOT",
-                          "text": "gated but unchecked", "witness": "witnessable-gated",
+                          "text": "gated but unchecked", "rfc_verdict": "witnessable-gated",
                           "rationale": "a rationale alone does not exempt"})
     assert [r.id for r in load(tmp_path, data).uncovered()] == ["R4"]
 

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 
 from refsim.check import falsify
@@ -206,9 +207,14 @@ def test_the_cache_covers_the_zoo_the_registry_and_the_rfc_table() -> None:
     assert [(r["id"], r["verdict"], r["requirements"]) for r in doc["rfc"]] == [
         (r["id"], r["verdict"], r["requirements"]) for r in falsify.load_rfc_table()]
     assert {h["host"]: tuple(h["requirements"]) for h in doc["hosts"]} == falsify.load_breaks()
+    reg = load_registry()
     for q in doc["requirements"]:
-        if not q["kills"]:
-            assert q["verdict"] == "no faulty host: not falsified"
+        if not q["kills"]:  # said why: it judges no host, or it is no RFC 0252 line
+            hostless = reg.requirement(q["id"]).hostless
+            assert q["verdict"] == (f"hostless: {hostless}" if hostless else
+                                    f"no faulty host (not an RFC 0252 line: {q['section']})"
+                                    if not reg.requirement(q["id"]).rules
+                                    else "no faulty host: not falsified"), q["id"]
     rfc = {r["id"]: r for r in doc["rfc"]}
     security = rfc["copy-erased-with-source"]["refsim"]
     assert security["level"] == falsify.SEAM and security["seams"] == ["erase"]
@@ -384,9 +390,9 @@ def test_two_sided_names_a_survivor_and_witnesses_only_when_every_violator_is_ki
     own ids: one violator killed on another id, or not at all, is a survivor and the
     disagreement's witness."""
     own, other = "openwop.requirement.0252.echo-x", "openwop.requirement.0252.other"
-    monkeypatch.setattr(falsify, "load_breaks", lambda: {
-        "killed-on-wire": (own,), "killed-with-counter": (own,), "killed-elsewhere": (own,),
-        "unrelated": (other,)})
+    monkeypatch.setattr(falsify, "load_faults", lambda: {
+        "killed-on-wire": falsify.Fault((own,)), "killed-with-counter": falsify.Fault((own,)),
+        "killed-elsewhere": falsify.Fault((own,)), "unrelated": falsify.Fault((other,))})
 
     def host(name: str, levels: dict[str, dict[str, str]]) -> dict[str, Any]:
         return {"host": name, "breaks": "", "levels": levels}
@@ -435,3 +441,90 @@ def test_every_reading_names_the_steps_it_touches_and_an_untaken_one_is_inconclu
     assert untaken.touched == {"probe:suite-fixtures-without-onMiss": 0}
     assert untaken.inconclusive is not None and "never taken" in untaken.inconclusive
     assert result(3).inconclusive is None
+
+
+def test_two_sided_leaves_out_readings_and_judges_a_fault_only_where_it_lives(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host that breaks only refsim's reading of an open point is no violator of the RFC's
+    row (listed apart); a host whose fault lives on a seam is correct, so no survivor, where
+    that seam is not offered."""
+    own = "openwop.requirement.0252.echo-x"
+    nowhere: dict[str, dict[str, str]] = {
+        "wire": {}, "seams": {}, "only:counter": {}, "only:erase": {}, "only:resolve": {},
+        "inside": {}}
+    raw = [{"host": "reading-only", "breaks": "", "levels": nowhere},
+           {"host": "on-the-erase-seam", "breaks": "",
+            "levels": {**nowhere, "seams": {own: "f"}, "only:erase": {own: "f"},
+                       "inside": {own: "f"}}}]
+    faults = {"reading-only": falsify.Fault((own,), reading="erasure-scope"),
+              "on-the-erase-seam": falsify.Fault((own,), needs="erase")}
+    monkeypatch.setattr(falsify, "load_faults", lambda: faults)
+    row = {"id": "echo", "requirement": "§E echo", "verdict": "witnessable-gated",
+           "requirements": [own]}
+    (got,) = falsify.two_sided({"rfc": [row], "raw": raw})
+    assert got["violators"] == ["on-the-erase-seam"] and got["readings"] == ["reading-only"]
+    assert got["survivors"]["wire"] == [] and got["survivors"]["only:counter"] == []
+    # A level where no violator's fault lives witnesses nothing: the first that shows one.
+    assert got["witnessableAt"] == "only:erase" and got["disagreement"] is None
+    # Judged everywhere, the same host survives the wire: the fault's home decides.
+    faults["on-the-erase-seam"] = falsify.Fault((own,))
+    (got,) = falsify.two_sided({"rfc": [row], "raw": raw})
+    assert got["survivors"]["wire"] == ["on-the-erase-seam"]
+    assert got["witnessableAt"] == "only:erase"
+    # Over the requirement alone, a reading-only host counts: the requirement is refsim's.
+    assert falsify.survivors_of([own], raw, faults)["survivors"]["inside"] == ["reading-only"]
+
+
+def test_the_register_witness_classes_are_what_the_zoo_shows() -> None:
+    """specs/requirements.yaml is the one register of witness classes, and the class it gives
+    each requirement is what the cached two-sided verdict over that id shows: every violator
+    dies at a level the class allows, and at none weaker than it allows. A violator no check
+    kills on its own id fails this too."""
+    doc = falsify.load_cache()
+    assert doc is not None
+    wrong = [(q["id"], q["witness"], q["witnessableAt"],
+              {lv: h for lv, h in q["survivors"].items() if h})
+             for q in falsify.requirement_levels(doc) if not q["agrees"]]
+    assert wrong == []
+
+
+def test_the_register_check_fails_on_a_class_the_zoo_contradicts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = falsify.load_cache()
+    assert doc is not None
+    fork = "refsim.requirement.0252.fork-no-reresolve"
+    reg = load_registry()
+    faults = falsify.load_faults()
+    monkeypatch.setattr(falsify, "load_faults", lambda: faults)
+    claimed = attrs.evolve(reg.requirement(fork), witness="seam-gated")
+    fake = type("Reg", (), {"requirements": [claimed]})()
+    monkeypatch.setattr(falsify, "load_registry", lambda: fake)
+    (got,) = falsify.requirement_levels(doc)
+    assert not got["agrees"] and got["witnessableAt"] == "inside"
+    assert "reresolves-on-fork" in got["survivors"]["seams"]
+
+
+def test_every_rfc_0252_must_has_a_violator() -> None:
+    """Every MUST and MUST NOT requirement that stands for RFC 0252 lines has a zoo host
+    built to break it (not only refsim's reading of it), unless it judges no host at all."""
+    faults = falsify.load_faults()
+    broken = {rid for f in faults.values() if f.reading is None for rid in f.breaks}
+    bare = [q.id for q in load_registry().requirements
+            if q.level in ("MUST", "MUST NOT") and q.rules and not q.hostless
+            and q.id not in broken]
+    assert bare == []
+
+
+def test_a_rules_rfc_verdict_is_the_rfc_tables() -> None:
+    """A rule's `rfc_verdict` is the verdict of the RFC's falsifiability table (quoted in
+    specs/falsifiability.yaml) for the rows its requirements sit in."""
+    rows: dict[str, set[str]] = {}
+    for row in falsify.load_rfc_table():
+        for rid in row["requirements"]:
+            rows.setdefault(rid, set()).add(row["verdict"])
+    wrong = []
+    for rule in load_registry().rules:
+        verdicts = {v for rid in rule.covered_by for v in rows.get(rid, ())}
+        if verdicts and rule.rfc_verdict not in verdicts:
+            wrong.append((rule.id, rule.rfc_verdict, sorted(verdicts)))
+    assert wrong == []

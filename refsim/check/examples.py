@@ -29,6 +29,10 @@ A row:
     profile (``refsim examples --profile P``), and is ``inapplicable`` (not judged) when that
     host does not advertise ``agents.evalSuite.recordedFixtures`` in discovery, as the
     conformance scenario is gated.
+``withholds``
+    facet members the row's claim needs the host NOT to advertise (with a ``profile`` that
+    withholds them, to run on in process). Over HTTP the row judges the host itself when it
+    withholds them too, and is ``inapplicable`` when it advertises one.
 ``setup``
     a list of actions. Each must succeed (the status of its kind, below) or the row fails
     there: every success is a positive-control finding of the row.
@@ -202,6 +206,10 @@ class Example:
     # what the row's own requests imply: evalModes and baselineRunId need
     # baselineSelection, a fork the replay family).
     requires: tuple[str, ...] = attrs.field(default=(), eq=False)
+    # What the row's claim needs the host NOT to advertise (`withholds:`): it judges a host
+    # without these members, so a host that advertises one gets an inapplicable row. In
+    # process it runs on its `profile`, which withholds them; over HTTP on the host itself.
+    withholds: tuple[str, ...] = attrs.field(default=(), eq=False)
     # Every live-counter key the row's scripts and suites name.
     counter_keys: tuple[str, ...] = attrs.field(default=(), eq=False)
 
@@ -223,6 +231,11 @@ class Example:
                 out.append(f"agents.evalSuite.{name}")
         return out
 
+    def advertised_against(self, surface: Surface) -> list[str]:
+        """What the host advertises that the row's claim needs withheld."""
+        return [f"agents.evalSuite.{name}" for name in self.withholds
+                if surface.advertises(name)]
+
     def fixtures(self) -> set[str]:
         """The catalog fixtures the row runs beside its suites: the workflows it starts and
         the agents and tools its requests and its suites name (the recorder and the counter
@@ -241,7 +254,7 @@ class Example:
         a profile of the built-in host, the requirement it witnesses is one no outside
         party can observe (its witness class is unwitnessable), or every claim it makes
         needs the inside."""
-        if self.profile is not None:
+        if self.profile is not None and not self.withholds:
             return (f"it states a fact about the {self.profile!r} profile of the built-in "
                     "host, which a host behind HTTP cannot be switched to")
         registry = load_registry()
@@ -304,10 +317,13 @@ ACTIONS: Mapping[str, _Kind] = {
     "http": _kind(["path"], ["method", "body", "key", "as"], None, creates_run=True),
 }
 ROW_KEYS = frozenset({"id", "source", "requirement_id", "title", "profile", "requires",
+                      "withholds",
                       "setup", "request", "expect", "requests"})
 # What a row may require of the host, beside recordedFixtures (the gate): a member of the
 # agents.evalSuite facet, or a capability family at the discovery root.
 FACET_MEMBERS = frozenset({"fixtureErrors", "baselineSelection", "fixtureMatching"})
+_PROFILE_FIELD = {"fixtureErrors": "fixture_errors", "baselineSelection": "baseline_selection",
+                  "fixtureMatching": "fixture_matching"}
 FAMILIES = frozenset({"replay", "runList"})
 REQUEST_KEYS = frozenset({"label", "expect"})
 TOP_KEYS = frozenset({"examples", "suites", "definitions"})
@@ -428,6 +444,14 @@ class _RowParser:
                                                  for r in requires):
             raise _Invalid(f"requires must list some of {sorted(FACET_MEMBERS | FAMILIES)}, "
                            f"got {requires!r}")
+        withholds = raw.get("withholds") or []
+        if not isinstance(withholds, list) or any(w not in FACET_MEMBERS for w in withholds):
+            raise _Invalid(f"withholds must list some of {sorted(FACET_MEMBERS)}, "
+                           f"got {withholds!r}")
+        if withholds and (profile is None or any(
+                getattr(PROFILES[profile], _PROFILE_FIELD[w]) for w in withholds)):
+            raise _Invalid("a row that withholds members names a profile without them, to "
+                           "run on in process")
         setup_raw = raw.get("setup") or []
         if not isinstance(setup_raw, list):
             raise _Invalid("setup must be a list of actions")
@@ -460,7 +484,7 @@ class _RowParser:
                 implied.add("baselineSelection")
         return Example(row_id, source, requirement, title, profile, setup, requests,
                        file=self.file, counter_keys=tuple(keys),
-                       requires=tuple(sorted(implied)))
+                       requires=tuple(sorted(implied)), withholds=tuple(withholds))
 
     # -- pieces
 
@@ -725,10 +749,15 @@ def run_example(example: Example, host: HostClient, *,
     that needs what the host does not offer (a seam, a fixture) is blocked, naming it."""
     session = Session(host, dict(keys or DEFAULT_TENANTS)["acme"])
     gated = gate(session.surface, fixtures=False)
-    if example.profile is None and not gated.applies:
+    if (example.profile is None or example.withholds) and not gated.applies:
         return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
                             f"the host ({host.name}): {gated.reason}, and the row names no "
                             "profile of its own", check_id=example.id)
+    against = example.advertised_against(session.surface)
+    if against:
+        return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
+                            f"the host ({host.name}) advertises {', '.join(against)}; the "
+                            "row judges a host without it", check_id=example.id)
     unmet = example.unmet(session.surface)
     if unmet:
         return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import attrs
 import yaml
 
 from refsim import paths
@@ -249,8 +250,31 @@ def _judge_named(name: str) -> dict[str, Any]:
     return judge_host(mutant(name))
 
 
-def load_breaks(path: Path = TABLE_PATH) -> dict[str, tuple[str, ...]]:
-    """Host -> the requirement ids it is built to break (`hosts:` of the table's file)."""
+@attrs.frozen
+class Fault:
+    """What one zoo host is built to break (`hosts:` of specs/falsifiability.yaml): the
+    requirement ids of its fault; `reading`, an id of specs/assumptions.yaml when the fault
+    contradicts only refsim's reading of an open point, not an RFC line (the host is then no
+    violator of the RFC's rows, and the table lists it apart); `needs`, a seam (or
+    `inside`) without which the fault does not exist at all (a fault on the erase seam's
+    route, a profile the outside levels do not serve): at a level without it the host is
+    correct, so it is a violator only where that is offered."""
+
+    breaks: tuple[str, ...]
+    reading: str | None = None
+    needs: str | None = None
+
+    def shows_at(self, level: str) -> bool:
+        if self.needs is None or level == "inside":
+            return True
+        if self.needs == "inside":
+            return False
+        return level in ("seams", f"only:{self.needs}")
+
+
+def load_faults(path: Path = TABLE_PATH) -> dict[str, Fault]:
+    """Host -> its `Fault` (`hosts:` of the table's file): a list of requirement ids, or
+    `{breaks: [...], reading: ASSUMPTION, needs: SEAM|inside}`."""
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     reg = load_registry()
     by_short = {short_id(q.id): q.id for q in reg.requirements} | {q.id: q.id
@@ -260,13 +284,32 @@ def load_breaks(path: Path = TABLE_PATH) -> dict[str, tuple[str, ...]]:
     extra = [name for name in raw if name not in {m.name for m in ZOO}]
     if missing or extra:
         raise ValueError(f"{path}: hosts: missing {missing}, not in the zoo {extra}")
-    out: dict[str, tuple[str, ...]] = {}
-    for name, ids in raw.items():
-        unknown = [i for i in ids if i not in by_short]
+    readings = {a["id"] for a in yaml.safe_load(
+        (paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))["assumptions"]}
+    out: dict[str, Fault] = {}
+    for name, entry in raw.items():
+        spec = entry if isinstance(entry, dict) else {"breaks": entry}
+        if not isinstance(spec.get("breaks"), list) or set(spec) - {"breaks", "reading",
+                                                                     "needs"}:
+            raise ValueError(f"{path}: hosts: {name}: a list of requirement ids, or "
+                             "{breaks, reading, needs}")
+        unknown = [i for i in spec["breaks"] if i not in by_short]
         if unknown:
             raise ValueError(f"{path}: hosts: {name}: unknown requirement ids {unknown}")
-        out[name] = tuple(by_short[i] for i in ids)
+        if spec.get("reading") is not None and spec["reading"] not in readings:
+            raise ValueError(f"{path}: hosts: {name}: reading {spec['reading']!r} is no id "
+                             "of specs/assumptions.yaml")
+        if spec.get("needs") not in (None, "inside", *SEAMS):
+            raise ValueError(f"{path}: hosts: {name}: needs is a seam "
+                             f"({', '.join(SEAMS)}) or inside")
+        out[name] = Fault(tuple(by_short[i] for i in spec["breaks"]), spec.get("reading"),
+                          spec.get("needs"))
     return out
+
+
+def load_breaks(path: Path = TABLE_PATH) -> dict[str, tuple[str, ...]]:
+    """Host -> the requirement ids it is built to break."""
+    return {name: fault.breaks for name, fault in load_faults(path).items()}
 
 
 def table(hosts: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -286,7 +329,11 @@ def table(hosts: Sequence[dict[str, Any]]) -> dict[str, Any]:
                             and q.id in h["levels"]["inside"])
         requirements.append({
             "id": q.id, "section": q.section, "level": q.level, "registryWitness": q.witness,
-            "verdict": _verdict(kills[0] if kills else None, q.witness), "kills": kills,
+            "verdict": (_verdict(kills[0], q.witness) if kills else
+                        f"hostless: {q.hostless}" if q.hostless else
+                        f"no faulty host (not an RFC 0252 line: {q.section})" if not q.rules
+                        else _verdict(None, q.witness)),
+            "kills": kills,
             "alsoFailedBy": collateral})
     by_id = {r["id"]: r for r in requirements}
     rfc = []
@@ -427,30 +474,50 @@ def _kills_at(levels: dict[str, dict[str, str]], level: str) -> dict[str, str]:
     return levels.get("wire", {}) if level.startswith("only:") else {}
 
 
-# Faulty hosts whose fault shows only under a profile the outside levels do not serve (a
-# profile pin): served outside, with the reference profile, they are correct, so they are
-# violators only at the inside level.
-CORRECT_OUTSIDE = frozenset({"accepts-failed-call-without-fixture-errors"})
+def survivors_of(own: Iterable[str], raw: Sequence[dict[str, Any]],
+                 faults: dict[str, Fault], *, readings: bool = True) -> dict[str, Any]:
+    """The two-sided verdict over the requirement ids `own`: the violators (zoo hosts built
+    to break one of them; with `readings=False`, not those that break only a reading of
+    refsim's), the survivors at each level (violators whose fault shows there, killed on
+    none of the ids of `own` they break), and the weakest level with no survivor."""
+    own = set(own)
+    mine = [h for h in raw if h["host"] in faults and own & set(faults[h["host"]].breaks)]
+    violators = [h for h in mine if readings or faults[h["host"]].reading is None]
+    survivors = {level: sorted(h["host"] for h in violators
+                               if faults[h["host"]].shows_at(level)
+                               and not own & set(faults[h["host"]].breaks)
+                               & set(_kills_at(h["levels"], level)))
+                 for level, _ in TWO_SIDED_LEVELS}
+    # A level where no violator's fault lives shows nothing: it cannot be the witness.
+    weakest = next((level for level, _ in TWO_SIDED_LEVELS if not survivors[level]
+                    and any(faults[h["host"]].shows_at(level) for h in violators)), None)
+    return {"violators": sorted(h["host"] for h in violators), "survivors": survivors,
+            "witnessableAt": weakest,
+            "readings": sorted(h["host"] for h in mine if h not in violators)}
+
+
+def register_line(q: dict[str, Any]) -> str:
+    """One requirement's two-sided verdict beside its register class, in words."""
+    at = q["witnessableAt"]
+    where = ("no violator" if not q["violators"] else
+             "a violator survives even inside: " + ", ".join(q["survivors"]["inside"])
+             if at is None else f"every violator dies at {LEVEL_LABELS[at]}")
+    apart = f"; pins refsim's reading: {', '.join(q['readings'])}" if q["readings"] else ""
+    flag = "" if q["agrees"] else "  DISAGREES with the register"
+    return f"two-sided: {where}; register: {q['witness']}{apart}{flag}"
 
 
 def two_sided(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Per RFC row and level: the violators (zoo hosts built to break one of the row's
-    requirement ids) that survive there, killed on none of the row's ids they break. A row
-    is witnessable at a level only when every violator is killed there; a survivor shows it
-    is not. Computed from the cache's `raw`, so `--cached` and REFERENCE.md show it too."""
-    breaks = load_breaks()
+    requirement ids, other than those that break only a reading of refsim's) that survive
+    there, killed on none of the row's ids they break. A row is witnessable at a level only
+    when every violator is killed there; a survivor shows it is not. Computed from the
+    cache's `raw`, so `--cached` and REFERENCE.md show it too."""
+    faults = load_faults()
     out = []
     for row in doc["rfc"]:
-        own = set(row["requirements"])
-        violators = [h for h in doc["raw"] if own & set(breaks.get(h["host"], ()))]
-        survivors = {level: sorted(h["host"] for h in violators
-                                   if not own & set(breaks[h["host"]])
-                                   & set(_kills_at(h["levels"], level))
-                                   and (level == "inside"
-                                        or h["host"] not in CORRECT_OUTSIDE))
-                     for level, _ in TWO_SIDED_LEVELS}
-        weakest = next((level for level, _ in TWO_SIDED_LEVELS
-                        if violators and not survivors[level]), None)
+        got = survivors_of(row["requirements"], doc["raw"], faults, readings=False)
+        survivors, weakest = got["survivors"], got["witnessableAt"]
         claimed = RFC_LEVEL.get(row["verdict"])
         witness = None
         if claimed is not None and survivors.get(claimed):
@@ -460,9 +527,35 @@ def two_sided(doc: dict[str, Any]) -> list[dict[str, Any]]:
             witness = (f"the RFC calls it {row['verdict']}; every violator is killed at "
                        f"{LEVEL_LABELS[weakest]}")
         out.append({"id": row["id"], "requirement": row["requirement"],
-                    "rfc": row["verdict"], "violators": sorted(h["host"] for h in violators),
-                    "survivors": survivors, "witnessableAt": weakest,
-                    "disagreement": witness})
+                    "rfc": row["verdict"], **got, "disagreement": witness})
+    return out
+
+
+# The weakest two-sided levels each witness class of specs/requirements.yaml allows: the
+# register's class of a requirement must be what the zoo shows (a test holds them to it).
+CLASS_LEVELS = {
+    "witnessable-unaided": ("wire",),
+    "witnessable-gated": ("wire", "only:counter"),
+    "claims-check": ("wire", "only:counter"),
+    "negative-existence": ("wire", "only:counter"),
+    "seam-gated": ("only:erase", "only:resolve", "seams"),
+    "unwitnessable": ("inside",),
+}
+
+
+def requirement_levels(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per requirement id of the registry, the two-sided verdict over that id alone, beside
+    the witness class the register gives it; `agrees` is False where the zoo shows another
+    class (a violator survives where the class says it is seen, or every one dies short
+    of where the class says it can be)."""
+    faults = load_faults()
+    out = []
+    for q in load_registry().requirements:
+        got = survivors_of([q.id], doc["raw"], faults)
+        at = got["witnessableAt"]
+        agrees = not got["violators"] or at in CLASS_LEVELS[q.witness]
+        out.append({"id": q.id, "level": q.level, "witness": q.witness, **got,
+                    "agrees": agrees})
     return out
 
 
@@ -485,6 +578,9 @@ def two_sided_lines(doc: dict[str, Any]) -> list[str]:
             if gone:
                 lines.append(f"    survives at {label}: {', '.join(gone[:4])}"
                              + (f" +{len(gone) - 4}" if len(gone) > 4 else ""))
+        if row["readings"]:
+            lines.append("  left out, they contradict only refsim's reading of an open point: "
+                         + ", ".join(row["readings"]))
         if row["disagreement"]:
             lines.append(f"  disagreement: {row['disagreement']}")
     flagged = [r["id"] for r in rows if r["disagreement"]]
@@ -528,13 +624,16 @@ def report(doc: dict[str, Any], out: TextIO) -> None:
             for line in program["program"]:
                 print(f"    {line}", file=out)
         print(file=out)
-    print("Every requirement id (weakest observation that kills a faulty host breaking it):",
+    print("Every requirement id (weakest observation that kills a faulty host breaking it; "
+          "then, two-sided, where every one dies, beside the register's witness class):",
           file=out)
+    sided = {q["id"]: q for q in requirement_levels(doc)}
     for q in doc["requirements"]:
         kills = q["kills"]
         who = "" if not kills else f"  [{kills[0]['host']}" + \
             (f" +{len(kills) - 1}" if len(kills) > 1 else "") + "]"
         print(f"  {short_id(q['id']):<36} {q['level']:<8} {q['verdict']}{who}", file=out)
+        print(f"  {'':<36} {'':<8} {register_line(sided[q['id']])}", file=out)
     print("\nEvery faulty host: the weakest observation that kills it on the ids it is built "
           "to break (and on any id):", file=out)
     for h in doc["hosts"]:

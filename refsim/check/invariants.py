@@ -43,6 +43,7 @@ from refsim.check.observe import (
     nonce,
     run_path,
 )
+from refsim.check.registry import load_registry
 from refsim.domain.canonical import canonical
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
@@ -51,10 +52,10 @@ SCENARIO = "invariants"
 
 TIERS = ("protocol", "reference-impl")
 SEVERITIES = ("critical", "high", "medium", "low")
-WITNESS_CLASSES = ("witnessable-unaided", "witnessable-gated", "seam-gated", "claims-check",
-                   "negative-existence", "unwitnessable")
-REQUIRED = ("id", "tier", "severity", "threat_model", "tests", "note", "witness",
-            "witnessReview", "requirement_id")
+REQUIRED = ("id", "tier", "severity", "threat_model", "tests", "note", "witnessReview",
+            "requirement_id")
+# A row's witness class is its requirement's, from specs/requirements.yaml (the one place
+# witness classes are written): `witness` in a row is refused.
 # A row names exactly one of `check` (Python in this module) or `example` (a row of the
 # example table that says the same, run as it is and filed under the invariant).
 OPTIONAL = ("non_testability_rationale", "check", "example")
@@ -204,8 +205,7 @@ def _parse_row(raw: Any, index: int) -> Invariant:
             raise bad(f"{key} must be a non-empty string")
     if not ID_RE.match(raw["id"]):
         raise bad("id must be lower-case words joined by '-'")
-    for key, allowed in (("tier", TIERS), ("severity", SEVERITIES),
-                         ("witness", WITNESS_CLASSES)):
+    for key, allowed in (("tier", TIERS), ("severity", SEVERITIES)):
         if raw[key] not in allowed:
             raise bad(f"{key} {raw[key]!r} is not one of {', '.join(allowed)}")
     if not raw["threat_model"].endswith(".md"):
@@ -215,14 +215,20 @@ def _parse_row(raw: Any, index: int) -> Invariant:
         raise bad("tests must be a list of repo-relative globs")
     if raw["tier"] == "protocol" and not tests:
         raise bad("a protocol-tier row needs at least one test glob")
-    if raw["tier"] == "protocol" and raw["witness"] == "unwitnessable":
-        raise bad("a protocol-tier row must not be unwitnessable (OpenWOP "
-                  "check-witness-classes); re-tier it to reference-impl or name a witness")
-    if raw["witness"] == "unwitnessable" and "non_testability_rationale" not in raw:
-        raise bad("witness unwitnessable needs a non_testability_rationale")
     if not REQUIREMENT_RE.match(raw["requirement_id"]):
         raise bad(f"requirement_id {raw['requirement_id']!r} is not "
                   "openwop.requirement.<...> or refsim.requirement.<...>")
+    registry = load_registry()
+    if raw["requirement_id"] not in registry:
+        raise bad(f"requirement_id {raw['requirement_id']!r} is no requirement of "
+                  "specs/requirements.yaml, where its witness class is read")
+    witness = registry.requirement(raw["requirement_id"]).witness
+    if raw["tier"] == "protocol" and witness == "unwitnessable":
+        raise bad("a protocol-tier row must not be unwitnessable (its requirement's witness "
+                  "class in specs/requirements.yaml; OpenWOP check-witness-classes): "
+                  "re-tier it to reference-impl")
+    if witness == "unwitnessable" and "non_testability_rationale" not in raw:
+        raise bad("its requirement is unwitnessable, so it needs a non_testability_rationale")
     if ("check" in raw) == ("example" in raw):
         raise bad("name exactly one of `check` (a check in refsim.check.invariants) or "
                   "`example` (a row of the example table)")
@@ -237,7 +243,7 @@ def _parse_row(raw: Any, index: int) -> Invariant:
                       "(specs/examples/)")
     return Invariant(id=raw["id"], tier=raw["tier"], severity=raw["severity"],
                      threat_model=raw["threat_model"], tests=tuple(tests), note=raw["note"],
-                     witness=raw["witness"], witness_review=raw["witnessReview"],
+                     witness=witness, witness_review=raw["witnessReview"],
                      requirement_id=raw["requirement_id"], check=raw.get("check"),
                      non_testability_rationale=raw.get("non_testability_rationale"),
                      example=raw.get("example"))

@@ -46,6 +46,8 @@ TERMS = {
               "Unresolved questions are its other headings",
     "R1, S1, UQ1, IMPL1": "rule ids: the RFC's normative lines (R), Security items (S), "
                           "steward rulings (UQ), the implementation notes (IMPL)",
+    "RFC:": "the RFC's own falsifiability verdict for a rule (specs/falsifiability.yaml "
+            "quotes its table), where refsim's witness class is the requirement's",
     "covered by": "the requirement ids whose checks witness the rule",
     "not covered": "an obligation nothing outside can witness, with the reason",
     "UNCOVERED": "an obligation no check witnesses: a gap in refsim",
@@ -77,7 +79,8 @@ class Rule:
     section: str
     level: str = attrs.field(validator=attrs.validators.in_(LEVELS))
     text: str = attrs.field()
-    witness: str = attrs.field(validator=attrs.validators.in_(WITNESSES))
+    # The RFC's own verdict for the line (its falsifiability table), else our reading.
+    rfc_verdict: str = attrs.field(validator=attrs.validators.in_(WITNESSES))
     covered_by: tuple[str, ...] = ()
     rationale: str | None = None
 
@@ -88,7 +91,7 @@ class Rule:
     @property
     def exempt(self) -> bool:
         """Deliberately uncovered: unwitnessable, and saying why."""
-        return self.witness == "unwitnessable" and bool(self.rationale)
+        return self.rfc_verdict == "unwitnessable" and bool(self.rationale)
 
     def __str__(self) -> str:
         return f"{self.id} ({self.section}, {self.level}): {self.text}"
@@ -105,6 +108,9 @@ class Requirement:
     witness: str = attrs.field(validator=attrs.validators.in_(WITNESSES))
     rules: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
+    # Why no faulty host can break it (its checks judge no host: schema vectors, or the
+    # verdict of other rows); `refsim falsify` prints it where a violator would stand.
+    hostless: str | None = None
 
     @property
     def short(self) -> str:
@@ -172,12 +178,12 @@ def _rule(source: str, raw: Mapping[str, Any], index: int) -> Rule:
         section=_text(source, entry, raw, "section"),
         level=_choice(source, entry, raw, "level", LEVELS),
         text=_text(source, entry, raw, "text"),
-        witness=_choice(source, entry, raw, "witness", WITNESSES),
+        rfc_verdict=_choice(source, entry, raw, "rfc_verdict", WITNESSES),
         covered_by=_names(source, entry, raw, "covered_by"),
         rationale=_optional_text(source, entry, raw, "rationale"),
     )
-    if rule.witness == "unwitnessable" and not rule.rationale:
-        raise _fail(source, entry, "witness unwitnessable needs a rationale")
+    if rule.rfc_verdict == "unwitnessable" and not rule.rationale:
+        raise _fail(source, entry, "rfc_verdict unwitnessable needs a rationale")
     return rule
 
 
@@ -195,6 +201,7 @@ def _requirement(source: str, raw: Mapping[str, Any], index: int) -> Requirement
         witness=_choice(source, entry, raw, "witness", WITNESSES),
         rules=_names(source, entry, raw, "rules"),
         checks=_names(source, entry, raw, "checks"),
+        hostless=_optional_text(source, entry, raw, "hostless"),
     )
     for name in req.checks:
         if not CHECK_RE.match(name):
@@ -306,7 +313,7 @@ class Registry:
         """Every term `refsim list` prints, with its meaning: the levels, witness classes
         and check kinds in use, then the words of the coverage lines."""
         used = ({q.level for q in self.requirements} | {r.level for r in self.rules}
-                | {q.witness for q in self.requirements} | {r.witness for r in self.rules}
+                | {q.witness for q in self.requirements} | {r.rfc_verdict for r in self.rules}
                 | {c.split(":", 1)[0] + ":" for q in self.requirements for c in q.checks})
         varies = {*LEVELS, *WITNESSES, *(f"{kind}:" for kind in CHECK_KINDS)}
         return [(term, meaning) for term, meaning in TERMS.items()
@@ -318,26 +325,29 @@ class Registry:
         terms = self.terms()
         twidth = max(len(t) for t, _ in terms)
         lines = ["Terms", ""] + [f"  {t:<{twidth}}  {meaning}" for t, meaning in terms] + [""]
-        lines += [f"Requirements ({len(self.requirements)})", ""]
+        lines += [f"Requirements ({len(self.requirements)}): id, section, level, refsim's "
+                  "witness class (how its checks see it)", ""]
         width = max((len(q.id) for q in self.requirements), default=0)
         swidth = max((len(q.section) for q in self.requirements), default=0)
         for q in self.requirements:
             lines.append(f"  {q.id:<{width}}  {q.section:<{swidth}}  {q.level:<10}  {q.witness}")
             checks = ", ".join(q.checks) if q.checks else "(no check yet)"
             lines.append(f"  {'':<{width}}  checks: {checks}")
-        lines += ["", f"Rules ({len(self.rules)})", ""]
+        lines += ["", f"Rules ({len(self.rules)}): id, section, level, the RFC's own verdict "
+                  "(its falsifiability table; a requirement above may see it through a seam "
+                  "or only inside)", ""]
         rwidth = max((len(r.id) for r in self.rules), default=0)
         rswidth = max((len(r.section) for r in self.rules), default=0)
         for r in self.rules:
             lines.append(f"  {r.id:<{rwidth}}  {r.section:<{rswidth}}  {r.level:<10}  "
-                         f"{r.witness}")
+                         f"RFC: {r.rfc_verdict}")
             pad = " " * (rwidth + 4)
             lines.append(f"{pad}{r.text}")
             covering = self.covering(r)
             if covering:
                 status = "covered by " + ", ".join(q.short for q in covering)
             elif r.exempt:
-                status = f"not covered ({r.witness}): {r.rationale}"
+                status = f"not covered ({r.rfc_verdict}): {r.rationale}"
             elif r.is_obligation:
                 status = "UNCOVERED: no check witnesses this obligation"
             else:

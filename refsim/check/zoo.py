@@ -1269,10 +1269,9 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("accepts-without-mode", "§B: fixtureRuns without mode eval is refused",
            _swap(rules=_AcceptsWithoutMode)),
     Mutant("accepts-failed-call-without-fixture-errors", "§C: a failed-call source is usable "
-           "only with fixtureErrors", _swap(sources=lambda: _AcceptsKind(FAILED_CALL)),
-           inside_only="the fault shows only on a host without fixtureErrors; served with the "
-           "reference profile (which advertises it) the host is correct, and the row that "
-           "judges it pins the no-fixture-errors profile"),
+           "only with fixtureErrors (here a host without it takes one)",
+           _swap(sources=lambda: _AcceptsKind(FAILED_CALL)),
+           profile=lambda p: attrs.evolve(p, fixture_errors=False)),
     Mutant("accepts-unheld-source", "§C: a source whose calls the host does not hold is "
            "refused (here taken, with nothing to derive)", _swap(sources=lambda: _AcceptsKind(
                NOT_HELD, lambda run: not run.calls_erased))),
