@@ -426,6 +426,8 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
                  f"machine's steps; refsim's host, model and judges take about "
                  f"{max(machine - hollow, 0.0):.3f} s of the {machine:.3f} s")
 
+    figures += fuzz_over_http(say)
+
     say("python -c 'import refsim' and python -m refsim check, as processes (best of 5 each)")
     with tempfile.TemporaryDirectory(prefix="refsim-bench-pycache-") as cache:
         env = process_env(cache)
@@ -454,11 +456,48 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
     return figures
 
 
+HTTP_EXAMPLES, HTTP_STEPS = 40, 30  # the size the issue measured: about 1,200 steps
+
+
+def fuzz_over_http(say: Callable[[str], None]) -> list[Figure]:
+    """The machine against `refsim serve` in another process, over HTTP (seed 0), and the
+    same machine in process: the requests it really sent per step, beside those its rules
+    make, and its seconds per step, beside the in-process run's (wall clock, both)."""
+    from refsim.bench_http import _served
+    from refsim.check.observe import KEY_A, KEY_B
+    from refsim.testing.fuzz import FuzzTarget, run_machine
+
+    say(f"refsim fuzz over HTTP against a served host, {HTTP_EXAMPLES} examples x "
+        f"{HTTP_STEPS} steps, and the same in process")
+    started = time.perf_counter()
+    here = run_machine(FuzzTarget().factory(), max_examples=HTTP_EXAMPLES, steps=HTTP_STEPS,
+                       seed_value=0, shrink=False).machine
+    local = (time.perf_counter() - started) / max(here.steps_taken, 1)
+    with _served("host") as (host, port):
+        target = FuzzTarget(base_url=f"http://{host}:{port}",
+                            keys={"acme": KEY_A, "globex": KEY_B})
+        started = time.perf_counter()
+        there = run_machine(target.factory(), max_examples=HTTP_EXAMPLES, steps=HTTP_STEPS,
+                            seed_value=0, shrink=False, keys=target.keys).machine
+        remote = (time.perf_counter() - started) / max(there.steps_taken, 1)
+    steps = max(there.steps_taken, 1)
+    return [
+        Figure("fuzz-http-requests", "refsim fuzz over HTTP: requests sent per step",
+               there.http_sent / steps, "req", "the requests its rules make, per step",
+               there.requests_made / steps, "req", 3.0, "req", "wall"),
+        Figure("fuzz-http-speed", "refsim fuzz over HTTP: seconds per step",
+               remote * 1e3, "ms", "the same machine in process, per step", local * 1e3,
+               "ms", 4.0, "x", "wall"),
+    ]
+
+
 def _value(value: float, unit: str) -> str:
     if unit == "x":
         return f"{value:.2f}x"
     if unit == "us":
         return f"{value:.2f} us"
+    if unit in ("ms", "req"):
+        return f"{value:.2f} {unit}"
     return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
 
 

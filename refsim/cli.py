@@ -220,20 +220,22 @@ def _fuzz(args: argparse.Namespace) -> int:
     if args.duration is not None and not args.duration > 0:
         print("refsim fuzz: --duration takes a positive number of seconds", file=sys.stderr)
         return EXIT_USAGE
-    if args.database is not None and Path(args.database).exists() \
-            and not Path(args.database).is_dir():
+    from refsim.testing.fuzz import is_redis
+    folder = args.database is not None and not is_redis(args.database)
+    if folder and Path(args.database).exists() and not Path(args.database).is_dir():
         print(f"refsim fuzz: --database names a folder (an example database); "
               f"{args.database} is not one", file=sys.stderr)
         return EXIT_USAGE
     if args.replay and args.database is None:
-        print("refsim fuzz: --replay reads the example database: give --database DIR",
+        print("refsim fuzz: --replay reads the example database: give --database DIR (or "
+              "redis://HOST:PORT/N)",
               file=sys.stderr)
         return EXIT_USAGE
     if args.replay and (args.jobs > 1 or args.duration is not None):
         print("refsim fuzz: --replay runs what the database holds once; it takes no --jobs "
               "or --duration", file=sys.stderr)
         return EXIT_USAGE
-    if args.replay and not Path(args.database).is_dir():
+    if args.replay and folder and not Path(args.database).is_dir():
         print(f"refsim fuzz: --replay reads an example database; {args.database} does not "
               "exist (a campaign run with --database DIR makes it)", file=sys.stderr)
         return EXIT_USAGE
@@ -266,14 +268,19 @@ def _fuzz(args: argparse.Namespace) -> int:
               "fidelity, egress credentials in derived entries, erasure reaching the copy "
               "store, re-resolution counts need the simulator's insides)")
         target = FuzzTarget(base_url=client.name, keys=keys)
-    from refsim.testing.fuzz import database_entries
+    from refsim.testing.fuzz import DatabaseUnavailable, database_entries, open_database
     database = args.database
     if database is not None:
         try:
-            Path(database).mkdir(parents=True, exist_ok=True)
+            if folder:
+                Path(database).mkdir(parents=True, exist_ok=True)
+            open_database(database)
         except OSError as exc:
             print(f"refsim fuzz: cannot make the example database {database}: "
                   f"{exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except DatabaseUnavailable as exc:
+            print(f"refsim fuzz: {exc}", file=sys.stderr)
             return EXIT_USAGE
         before = database_entries(database)
         print(f"example database: {database} ({before} entr{'y' if before == 1 else 'ies'} "
@@ -669,9 +676,11 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--duration", type=float, default=None, metavar="SECONDS",
                       help="keep starting batches of --max-examples until this many seconds "
                            "have passed (the batch under way finishes)")
-    fuzz.add_argument("--database", metavar="DIR",
-                      help="a Hypothesis example database (a directory): a counterexample "
-                           "found is saved there and replayed first on the next run")
+    fuzz.add_argument("--database", metavar="DIR|redis://HOST:PORT/N",
+                      help="a Hypothesis example database: a folder (shared by the jobs of "
+                           "one machine) or a Redis (shared across machines; pip install "
+                           "'refsim[redis]'). A counterexample found is saved there and "
+                           "replayed first on the next run, wherever it runs")
     fuzz.add_argument("--replay", action="store_true",
                       help="only replay what --database holds; generate nothing")
     _add_remote_options(fuzz, *_FUZZ_REMOTE)

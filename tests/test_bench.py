@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from refsim import bench
 from refsim.bench import (
     Figure,
     format_table,
@@ -119,3 +120,17 @@ def test_whole_processes_cache_bytecode_in_the_benchs_own_folder(
     assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"] == str(tmp_path)
     bench.process_seconds(["-c", "import refsim.domain.clock"], env=env)
     assert list(tmp_path.rglob("clock*.pyc")), "no bytecode kept in the bench's folder"
+
+
+def test_fuzz_over_http_is_measured_beside_the_same_machine_in_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests really sent per step over HTTP (beside those the rules make), and seconds
+    per step over HTTP beside in process: both measured in the same run."""
+    monkeypatch.setattr(bench, "HTTP_EXAMPLES", 3)
+    monkeypatch.setattr(bench, "HTTP_STEPS", 5)
+    said: list[str] = []
+    requests, speed = bench.fuzz_over_http(said.append)
+    assert said and requests.key == "fuzz-http-requests" and speed.key == "fuzz-http-speed"
+    assert requests.value > requests.calibration_value > 0 and requests.target == 3.0
+    assert speed.value > 0 and speed.calibration_value > 0 and speed.target_unit == "x"
+    assert "req" in bench.format_table([requests, speed])

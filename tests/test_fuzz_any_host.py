@@ -158,3 +158,32 @@ def test_two_keys_of_one_tenant_are_refused(capsys: pytest.CaptureFixture[str]) 
         assert main(["check", "--base-url", server.url, "--api-key", KEY_A,
                      "--tenant-b-api-key", "hk_test_acme_second"]) == 2
     assert "the two keys name one tenant" in capsys.readouterr().err
+
+
+def test_fuzz_over_http_reports_every_request_it_sent() -> None:
+    """The count `refsim fuzz` prints over HTTP is what reached the server: the machine's
+    own requests, its seam reads, polls and discovery."""
+    from refsim.host import SimHost
+
+    class Counted(SimHost):
+        served = 0
+
+        def request_raw(self, method: str, path: str, *, headers: dict[str, str] | None = None,
+                        body: bytes | None = None) -> Response:
+            type(self).served += 1
+            return super().request_raw(method, path, headers=headers, body=body)
+    with background(Counted(seed=0)) as server:
+        target = FuzzTarget(base_url=server.url, keys={"acme": KEY_A, "globex": KEY_B})
+        result = run_machine(target.factory(), max_examples=3, steps=5, seed_value=0,
+                             keys=target.keys)
+    machine = result.machine
+    assert result.passed and machine.http_sent == Counted.served
+    assert machine.http_sent > machine.requests_made > 0
+    out = io.StringIO()
+    report(result, out)
+    assert f"{machine.http_sent} sent over HTTP in all" in out.getvalue()
+    in_process = run_machine(lambda: SimHost(seed=0), max_examples=3, steps=5, seed_value=0)
+    assert in_process.machine.http_sent == 0
+    out = io.StringIO()
+    report(in_process, out)
+    assert "sent over HTTP" not in out.getvalue()

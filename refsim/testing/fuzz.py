@@ -76,17 +76,58 @@ class FuzzResult:
         return tuple(line for line in self.program if not _is_invariant_call(line))
 
 
-def database_entries(directory: str | Path) -> int:
-    """How many examples a directory example database holds (a file each)."""
-    return sum(1 for p in Path(directory).rglob("*") if p.is_file())
+# Where `--database` names a Redis rather than a folder: Hypothesis's own
+# `RedisExampleDatabase` (the optional extra refsim[redis], hypothesis[redis]).
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+REDIS_PREFIX = b"hypothesis-example:"
+
+
+class DatabaseUnavailable(Exception):
+    """The example database named cannot be used; the message is one line for the user."""
+
+
+def is_redis(spec: str | Path) -> bool:
+    return isinstance(spec, str) and spec.startswith(REDIS_SCHEMES)
+
+
+def open_database(spec: str | Path) -> ExampleDatabase:
+    """The example database `spec` names: a folder (`DirectoryBasedExampleDatabase`), or
+    `redis://HOST:PORT/N` (`RedisExampleDatabase`, for workers on several machines), which
+    is asked once whether it answers. `DatabaseUnavailable` when it cannot be used."""
+    if not is_redis(spec):
+        return DirectoryBasedExampleDatabase(str(spec))
+    try:
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+    except ImportError:
+        raise DatabaseUnavailable(
+            f"--database {spec} needs the Redis client: pip install 'refsim[redis]'"
+        ) from None
+    try:
+        client = redis.Redis.from_url(str(spec), socket_connect_timeout=3, socket_timeout=10)
+        client.ping()
+    except (redis.exceptions.RedisError, ValueError, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DatabaseUnavailable(f"cannot reach the Redis at {spec}: {first}") from None
+    return RedisExampleDatabase(client, key_prefix=REDIS_PREFIX)
+
+
+def database_entries(spec: str | Path) -> int:
+    """How many examples an example database holds: a file each in a folder, a member of
+    a set under Hypothesis's key prefix in a Redis."""
+    if not is_redis(spec):
+        return sum(1 for p in Path(spec).rglob("*") if p.is_file())
+    db = open_database(spec)
+    client = db.redis  # type: ignore[attr-defined]
+    return sum(int(client.scard(key)) for key in client.scan_iter(match=REDIS_PREFIX + b"*"))
 
 
 def example_database(database: ExampleDatabase | str | Path | None) -> ExampleDatabase | None:
-    """A Hypothesis example database: a directory path becomes a
-    `DirectoryBasedExampleDatabase` (safe to share between processes)."""
+    """A Hypothesis example database: a folder or a Redis URL (`open_database`). A folder
+    is safe to share between the processes of one machine; a Redis between machines."""
     if database is None or isinstance(database, ExampleDatabase):
         return database
-    return DirectoryBasedExampleDatabase(str(database))
+    return open_database(database)
 
 
 class LabelledDatabase(ExampleDatabase):
@@ -166,6 +207,16 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
     test = machine_test(machine, config)
     if seed_value is not None:
         test = _seeded(test, seed_value, db)
+    from refsim.wire.httpclient import HttpClient
+    sent = HttpClient.sent
+    try:
+        return _run_test(test, machine, stoppable)
+    finally:
+        machine.http_sent = HttpClient.sent - sent
+
+
+def _run_test(test: Callable[[], None], machine: type[RecordedFixturesMachine],
+              stoppable: bool) -> FuzzResult:
     try:
         test()
     except KeyboardInterrupt:
@@ -248,6 +299,14 @@ def _print_branches(branches: collections.Counter[str], out: TextIO,
     return EXIT_INCONCLUSIVE
 
 
+def sent_over_http(sent: int, steps: int) -> str:
+    """What the run really sent over HTTP, per step too ("" in process)."""
+    if not sent:
+        return ""
+    return (f"; {sent} sent over HTTP in all (seam reads, polls and discovery included), "
+            f"{sent / max(steps, 1):.1f} per step")
+
+
 def report(result: FuzzResult, out: TextIO, target: FuzzTarget | None = None) -> int:
     machine = result.machine
     if not result.passed:
@@ -256,7 +315,8 @@ def report(result: FuzzResult, out: TextIO, target: FuzzTarget | None = None) ->
                               (target or FuzzTarget()).program_header())
         return EXIT_COUNTEREXAMPLE
     print(f"passed: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
-          f"{machine.requests_made} request(s)", file=out)
+          f"{machine.requests_made} request(s) by its rules"
+          + sent_over_http(machine.http_sent, machine.steps_taken), file=out)
     offered = machine.offered
     unoffered = offered.unoffered(len(machine.tenant_keys)) if offered is not None else {}
     return _print_branches(machine.branches, out, unoffered)
@@ -436,10 +496,11 @@ class FuzzTarget:
                           + ([] if self.extended else ["(counter calls only)"]))
 
     def database(self, path: str | Path | None, steps: int) -> LabelledDatabase | None:
-        """The example database at `path` as this target sees it (`label`)."""
+        """The example database at `path` (a folder or a Redis URL) as this target sees it
+        (`label`): targets are kept apart there as in a folder."""
         if path is None:
             return None
-        return LabelledDatabase(DirectoryBasedExampleDatabase(str(path)), self.label(steps))
+        return LabelledDatabase(open_database(path), self.label(steps))
 
     def options(self) -> list[str]:
         """The `refsim fuzz` options that name this target (keys are never printed)."""
@@ -479,6 +540,7 @@ class JobOutcome:
     requests: int
     branches: dict[str, int]
     failure: Failure | None
+    http_sent: int = 0
 
 
 @attrs.frozen
@@ -523,7 +585,7 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
     the deadline (time.time()) passes, another job has failed, or this one fails."""
     factory = target.factory()
     seeds: list[int] = []
-    examples = steps_taken = requests = 0
+    examples = steps_taken = requests = sent = 0
     branches: collections.Counter[str] = collections.Counter()
     failure = None
     batch = 0
@@ -538,6 +600,7 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
         examples += machine.examples_run
         steps_taken += machine.steps_taken
         requests += machine.requests_made
+        sent += machine.http_sent
         branches.update(machine.branches)
         if not result.passed:
             failure = Failure(result.requirement_id, result.message, result.pasteable,
@@ -546,7 +609,7 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
                 _STOP.set()
         if _DONE is not None:  # what the parent keeps if the user stops the campaign
             _DONE.put(JobOutcome(job, tuple(seeds), examples, steps_taken, requests,
-                                 dict(branches), failure))
+                                 dict(branches), failure, sent))
         if failure is not None:
             break
         batch += 1
@@ -554,7 +617,7 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
                                                            and _STOP.is_set()):
             break
     return JobOutcome(job, tuple(seeds), examples, steps_taken, requests, dict(branches),
-                      failure)
+                      failure, sent)
 
 
 def campaign(target: FuzzTarget, *, jobs: int, duration: float | None, max_examples: int,
@@ -619,7 +682,9 @@ def report_campaign(result: CampaignResult, out: TextIO, *, target: FuzzTarget,
               "each job had finished by then (a batch under way is lost)", file=out)
     print(f"campaign: {result.jobs} job(s), {result.elapsed:.1f} s, {examples} example(s), "
           f"{sum(o.steps for o in result.outcomes)} step(s), "
-          f"{sum(o.requests for o in result.outcomes)} request(s)", file=out)
+          f"{sum(o.requests for o in result.outcomes)} request(s) by its rules"
+          + sent_over_http(sum(o.http_sent for o in result.outcomes),
+                           sum(o.steps for o in result.outcomes)), file=out)
     for o in result.outcomes:
         verdict = "counterexample" if o.failure is not None else "passed"
         print(f"  job {o.job}: {len(o.seeds)} batch(es), seeds {o.seeds[0]}..{o.seeds[-1]}, "

@@ -339,6 +339,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     broken: ClassVar[set[str]] = set()
     branches: ClassVar[collections.Counter[str]] = collections.Counter()
     requests_made: ClassVar[int] = 0
+    # Over HTTP, every request the run sent (set by `refsim.testing.fuzz.run_machine`).
+    http_sent: ClassVar[int] = 0
     steps_taken: ClassVar[int] = 0
     examples_run: ClassVar[int] = 0
 
@@ -1000,7 +1002,7 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
     return type(name, (RecordedFixturesMachine,), {
         "client_factory": staticmethod(factory), "extended": extended,
         "tenant_keys": dict(keys or TENANTS), "offered": None, "noise": None, "broken": set(),
-        "branches": collections.Counter(), "requests_made": 0, "steps_taken": 0,
+        "branches": collections.Counter(), "requests_made": 0, "http_sent": 0, "steps_taken": 0,
         "examples_run": 0})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json as _json
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -44,6 +44,11 @@ class HttpClient:
     `Response.body` is the exact bytes received (what a byte-identity check needs).
     Connections are pooled and kept alive; the environment's proxies are never used.
     """
+
+    # Requests sent by every HttpClient of this process (what `refsim fuzz` reports as
+    # sent over HTTP: the machine's own, and its seam reads, polls and discovery).
+    sent: ClassVar[int] = 0
+    _sent_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, base_url: str, timeout: float = 10.0) -> None:
         parts = urlsplit(base_url)
@@ -93,6 +98,8 @@ class HttpClient:
                 json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
         if not path.startswith("/"):
             raise ValueError(f"a request path starts with '/': {path!r}")
+        with HttpClient._sent_lock:
+            HttpClient.sent += 1
         # Whitespace around a field value is not part of it (RFC 9110 §5.5), and h11
         # refuses to send it.
         all_headers = {k: v.strip(" \t") for k, v in (headers or {}).items()}
