@@ -275,9 +275,11 @@ class Echo(Expectation):
 def _alike_on_the_stream(ctx: Context, obs: Observed, tenant: str) -> list[Finding]:
     """The eval is the same on every channel the host offers: the run's SSE stream carries
     the eval events its poll does (the echo, each task's fixtureMissCount and passed). A host
-    with no stream there is judged on the poll alone."""
-    if obs.run_id is None:
+    with no stream there is judged on the poll alone. Read once per run: the first
+    expectation that asks judges it."""
+    if obs.run_id is None or obs.stream_judged:
         return []
+    obs.stream_judged = True
     stream = ctx.session(tenant).stream(obs.run_id)
     return [] if stream is None else [judges.eval_events_alike(ctx.req, obs.events, stream)]
 

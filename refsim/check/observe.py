@@ -220,6 +220,9 @@ class Observed:
     summary: Any = None
     counter_before: int | None = None
     counter_after: int | None = None
+    # Whether the run's SSE stream was already judged against its poll (one read per run,
+    # however many expectations ask; see expectations._alike_on_the_stream).
+    stream_judged: bool = attrs.field(default=False, eq=False, repr=False)
 
     @property
     def run_id(self) -> str | None:
