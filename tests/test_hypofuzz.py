@@ -16,7 +16,11 @@ import pytest
 
 from refsim.testing.fuzz import database_entries
 
-pytestmark = pytest.mark.slow
+# About 80 s (HypoFuzz traces coverage in every example), which `.ci/run`'s ten minutes on
+# two cores cannot hold today: it runs when REFSIM_HYPOFUZZ=1 is set.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.environ.get("REFSIM_HYPOFUZZ") != "1",
+                                 reason="HypoFuzz's run takes about 80 s: set REFSIM_HYPOFUZZ=1")]
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = "echoes-id"  # a refusal repeats the id: HypoFuzz finds it within seconds
