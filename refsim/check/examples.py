@@ -145,6 +145,7 @@ from refsim.check.registry import load_registry
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.profile import PROFILES
 from refsim.wire.client import HostClient
+from refsim.wire.render import agents_family
 from refsim.wire.response import Response
 
 SCENARIO = "rfc-0252-examples"
@@ -322,8 +323,6 @@ ROW_KEYS = frozenset({"id", "source", "requirement_id", "title", "profile", "req
 # What a row may require of the host, beside recordedFixtures (the gate): a member of the
 # agents.evalSuite facet, or a capability family at the discovery root.
 FACET_MEMBERS = frozenset({"fixtureErrors", "baselineSelection", "fixtureMatching"})
-_PROFILE_FIELD = {"fixtureErrors": "fixture_errors", "baselineSelection": "baseline_selection",
-                  "fixtureMatching": "fixture_matching"}
 FAMILIES = frozenset({"replay", "runList"})
 REQUEST_KEYS = frozenset({"label", "expect"})
 TOP_KEYS = frozenset({"examples", "suites", "definitions"})
@@ -448,8 +447,8 @@ class _RowParser:
         if not isinstance(withholds, list) or any(w not in FACET_MEMBERS for w in withholds):
             raise _Invalid(f"withholds must list some of {sorted(FACET_MEMBERS)}, "
                            f"got {withholds!r}")
-        if withholds and (profile is None or any(
-                getattr(PROFILES[profile], _PROFILE_FIELD[w]) for w in withholds)):
+        if withholds and (profile is None or set(withholds) & set(
+                (agents_family(PROFILES[profile]) or {}).get("evalSuite", {}))):
             raise _Invalid("a row that withholds members names a profile without them, to "
                            "run on in process")
         setup_raw = raw.get("setup") or []

@@ -255,26 +255,22 @@ class Fault:
     """What one zoo host is built to break (`hosts:` of specs/falsifiability.yaml): the
     requirement ids of its fault; `reading`, an id of specs/assumptions.yaml when the fault
     contradicts only refsim's reading of an open point, not an RFC line (the host is then no
-    violator of the RFC's rows, and the table lists it apart); `needs`, a seam (or
-    `inside`) without which the fault does not exist at all (a fault on the erase seam's
-    route, a profile the outside levels do not serve): at a level without it the host is
-    correct, so it is a violator only where that is offered."""
+    violator of the RFC's rows, and the table lists it apart); `needs`, a seam without
+    which the fault does not exist at all (a fault on the erase seam's route): at a level
+    without it the host is correct, so it is a violator only where that seam is offered
+    (and inside)."""
 
     breaks: tuple[str, ...]
     reading: str | None = None
     needs: str | None = None
 
     def shows_at(self, level: str) -> bool:
-        if self.needs is None or level == "inside":
-            return True
-        if self.needs == "inside":
-            return False
-        return level in ("seams", f"only:{self.needs}")
+        return self.needs is None or level in ("inside", "seams", f"only:{self.needs}")
 
 
 def load_faults(path: Path = TABLE_PATH) -> dict[str, Fault]:
     """Host -> its `Fault` (`hosts:` of the table's file): a list of requirement ids, or
-    `{breaks: [...], reading: ASSUMPTION, needs: SEAM|inside}`."""
+    `{breaks: [...], reading: ASSUMPTION, needs: SEAM}`."""
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     reg = load_registry()
     by_short = {short_id(q.id): q.id for q in reg.requirements} | {q.id: q.id
@@ -299,9 +295,9 @@ def load_faults(path: Path = TABLE_PATH) -> dict[str, Fault]:
         if spec.get("reading") is not None and spec["reading"] not in readings:
             raise ValueError(f"{path}: hosts: {name}: reading {spec['reading']!r} is no id "
                              "of specs/assumptions.yaml")
-        if spec.get("needs") not in (None, "inside", *SEAMS):
+        if spec.get("needs") not in (None, *SEAMS):
             raise ValueError(f"{path}: hosts: {name}: needs is a seam "
-                             f"({', '.join(SEAMS)}) or inside")
+                             f"({', '.join(SEAMS)})")
         out[name] = Fault(tuple(by_short[i] for i in spec["breaks"]), spec.get("reading"),
                           spec.get("needs"))
     return out
