@@ -187,3 +187,42 @@ def test_fuzz_over_http_reports_every_request_it_sent() -> None:
     out = io.StringIO()
     report(in_process, out)
     assert "sent over HTTP" not in out.getvalue()
+
+
+class _BumpsAnotherTenant(Recording):
+    """A faulty host seen from outside: whenever acme records or replays (a create), it
+    also moves globex's counter k1, a counter no step of acme's reads."""
+
+    def request(self, method: str, path: str, *, api_key: str | None = None,
+                json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
+        answer = super().request(method, path, api_key=api_key, json=json, headers=headers)
+        if method == "POST" and path == "/runs" and api_key == KEY_A and answer.status == 201:
+            self.inner.core.gateway.call("globex", "conformance.eval:counter",
+                                         {"op": "inc", "key": "k1"})
+        return answer
+
+
+def test_a_counter_moved_outside_the_step_is_caught_by_the_examples_final_check() -> None:
+    """After a step the machine reads only the counters that step could move (its caller's,
+    the keys its scripts increment); the example's last check reads those keys of every
+    tenant, so another tenant's counter moved on the side is still a counterexample."""
+    from refsim.host import SimHost
+    host = _BumpsAnotherTenant(SimHost(seed=0))
+    result = _fuzz(host)
+    assert not result.passed
+    assert result.requirement_id == "refsim.requirement.0252.fail-closed-miss"
+    assert "globex's live counter k1" in result.message
+
+
+def test_the_machine_sends_few_requests_per_step_to_a_host_it_cannot_see_into() -> None:
+    """Over HTTP (here a host seen from outside, every reading a request) the machine reads
+    a counter only where a step can move it, a run's events once, and what a long-lived
+    host keeps (its counters as last read, suites, tenants) once: at most 3 requests per
+    step over a campaign, the machine's own creates, polls and seam reads all counted."""
+    from refsim.host import SimHost
+    inner = SimHost(seed=0)
+    host = Recording(inner)
+    result = _fuzz(host, examples=40, steps=30)
+    assert result.passed, result.message
+    steps = result.machine.steps_taken
+    assert steps > 600 and len(host.sent) / steps <= 3.0, (len(host.sent), steps)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -322,8 +322,9 @@ class DiffMachine(RecordedFixturesMachine):
     a reading of an open point can change (refsim's own suites, through the suite seam).
     The pair compares their answers; against one host they are plain requests."""
 
-    def _readings(self, tenant: str) -> list[tuple[str, int | None]]:
-        """The watched counters after every step. Where both hosts' counter seams would
+    def _readings(self, tenant: str,
+                  names: Iterable[str] = WATCHED_KEYS) -> list[tuple[str, int | None]]:
+        """The counters `names` after a step. Where both hosts' counter seams would
         answer from their gateways (no edge, the seam on, the key known) and the gateways
         agree, the two answers are equal (200 and `{"key", "count"}`, no events): read there,
         without two seam requests per key and step (most of a diff run's cost otherwise).
@@ -331,10 +332,11 @@ class DiffMachine(RecordedFixturesMachine):
         pair = self.client
         if isinstance(pair, PairClient):
             key = self.keys[tenant]
-            a, b = _gateway_counters(pair.a, key), _gateway_counters(pair.b, key)
+            names = list(names)
+            a, b = _gateway_counters(pair.a, key, names), _gateway_counters(pair.b, key, names)
             if a is not None and a == b:
-                return list(zip(WATCHED_KEYS, a, strict=True))
-        return super()._readings(tenant)
+                return list(zip(names, a, strict=True))
+        return super()._readings(tenant, names)
 
     @precondition(lambda self: self.offer.recorded and self.offer.forks)
     @rule(tenant=RecordedFixturesMachine.tenants, lane=st.sampled_from(LANES[:2]),
@@ -375,21 +377,23 @@ class DiffMachine(RecordedFixturesMachine):
         if r.status != 201:
             return
         self.registered.add((tenant, suite_id))
+        self._may_move([tenant], script)
         self._checked(tenant, self._session(tenant).create(eval_body(suite_id)))
         # The reference misses every unmatched call: no live tool, no counter to move.
         self._count("probe:suite-fixtures-without-onMiss")
         note(f"{tenant} ran suite {suite_id} ({responses} toolResponses, no onMiss)")
 
 
-def _gateway_counters(host: SimHost, api_key: str) -> list[int | None] | None:
-    """What the counter seam would count for each watched key, or None where the seam's
+def _gateway_counters(host: SimHost, api_key: str,
+                      names: Sequence[str]) -> list[int | None] | None:
+    """What the counter seam would count for each key of `names`, or None where the seam's
     answer is not just that (an edge may rewrite it, the seam is off, the key unknown)."""
     if host.edge is not None or not host.profile.counter_seam:
         return None
     owner = host.core.caller(api_key)
     if owner is None:
         return None
-    counts = [host.core.gateway.counter_value(owner.tenant, name) for name in WATCHED_KEYS]
+    counts = [host.core.gateway.counter_value(owner.tenant, name) for name in names]
     if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
         return None
     return list(counts)
