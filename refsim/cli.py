@@ -192,7 +192,7 @@ def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | in
     the built-in host; an exit code when the options do not make sense."""
     base_url = args.base_url or os.environ.get("OPENWOP_BASE_URL")
     if not base_url:
-        return None  # httpx and uvicorn stay unimported: most of a local check's start-up
+        return None  # the HTTP client and uvicorn stay unimported: most of a local check's start-up
     from refsim.wire.httpclient import HttpClient
     if getattr(args, "assume", None):
         print("refsim: --assume reads an open point in the built-in host; it cannot change "

@@ -1,7 +1,7 @@
 """The HTTP face: the wire's ASGI app served by uvicorn, and `HttpClient` for any v2 host.
 
 The pieces live in `asgi` (the app), `server` (uvicorn, deadlines, framing errors) and
-`httpclient` (httpx); this module keeps the names the rest of refsim imports.
+`httpclient` (http.client); this module keeps the names the rest of refsim imports.
 """
 
 from __future__ import annotations
