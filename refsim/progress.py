@@ -90,6 +90,9 @@ def _call(packed: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> tuple[int,
     return index, fn(*args)
 
 
+WAKE_SECONDS = 0.1  # how soon a waiting `run_all` notices Ctrl-C
+
+
 def run_all(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], *, jobs: int,
             progress: Progress | None = None,
             label: Callable[[tuple[Any, ...]], str] | None = None
@@ -111,7 +114,15 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], *, jobs: int
     pool = multiprocessing.Pool(processes=min(jobs, len(calls)), initializer=ignore_interrupts)
     try:
         packed = [(i, fn, args) for i, args in enumerate(calls)]
-        for index, result in pool.imap_unordered(_call, packed, chunksize=1):
+        results = pool.imap_unordered(_call, packed, chunksize=1)
+        while len(done) < len(calls):
+            # Waited for a little at a time: Ctrl-C may reach another thread of this
+            # process (tqdm's monitor, say), and a wait without a timeout would notice it
+            # only when the next call finishes.
+            try:
+                index, result = results.next(timeout=WAKE_SECONDS)
+            except multiprocessing.TimeoutError:
+                continue
             done[index] = result
             if progress is not None:
                 progress.advance(1, label(calls[index]) if label else None)

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -60,6 +61,25 @@ def test_run_all_stops_on_ctrl_c_and_keeps_what_finished() -> None:
     done, stopped = run_all(_square_or_interrupt, [(n,) for n in range(8)], jobs=2)
     assert stopped and 9 not in done and len(done) < 8
     assert all(value in {n * n for n in range(8)} for value in done)
+
+
+def _slow_square(n: int) -> int:
+    time.sleep(0 if n == 0 else 4)
+    return n * n
+
+
+def test_run_all_notices_ctrl_c_that_reached_another_thread() -> None:
+    """A Ctrl-C the kernel hands to another thread of the process (tqdm's monitor, a
+    served host's) is acted on by the main thread within its next wake, not when the next
+    call happens to finish."""
+    def press() -> None:
+        time.sleep(0.5)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    threading.Thread(target=press, daemon=True).start()
+    started = time.monotonic()
+    done, stopped = run_all(_slow_square, [(n,) for n in range(4)], jobs=2)
+    assert stopped and done == [0]
+    assert time.monotonic() - started < 3
 
 
 def test_run_all_in_one_process_stops_on_ctrl_c_too() -> None:
