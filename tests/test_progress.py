@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,21 @@ def test_run_all_keeps_the_order_of_the_calls_over_processes() -> None:
     assert done == [0, 1, 4, 9, 16, 25] and not stopped
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raising KeyboardInterrupt in this process and not blocked, as in refsim's
+    command line. In a full run some earlier test in the same worker leaves SIGINT handled
+    or masked otherwise (not yet found which), and then no Ctrl-C reached `run_all`."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_run_all_stops_on_ctrl_c_and_keeps_what_finished() -> None:
     done, stopped = run_all(_square_or_interrupt, [(n,) for n in range(8)], jobs=2)
     assert stopped and 9 not in done and len(done) < 8
@@ -68,6 +84,7 @@ def _slow_square(n: int) -> int:
     return n * n
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_run_all_notices_ctrl_c_that_reached_another_thread() -> None:
     """A Ctrl-C the kernel hands to another thread of the process (tqdm's monitor, a
     served host's) is acted on by the main thread within its next wake, not when the next
