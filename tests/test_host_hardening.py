@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from refsim import Response, SimHost
 from refsim.check.session import REPLAY, SOURCE, Session, eval_body, run_path
 
@@ -139,8 +141,10 @@ def test_every_seam_is_advertised_and_listed_in_the_readme() -> None:
     from pathlib import Path
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     seams = SimHost(seed=0).request("GET", "/.well-known/openwop").json["conformance"]["seams"]
-    table = readme[readme.index("**The seams.**"):]
-    rows = [ln for ln in table.splitlines() if ln.startswith("| `")]
+    after = readme[readme.index("**The seams.**"):].splitlines()
+    start = next(i for i, ln in enumerate(after) if ln.startswith("|"))
+    table = itertools.takewhile(lambda ln: ln.startswith("|"), after[start:])
+    rows = [ln for ln in table if ln.startswith("| `")]  # the seams table, no later one
     listed = {ln.split("`")[1] for ln in rows}
     assert listed == set(seams)
     # ...and every seam the router answers is one of them (each row's path is served).
