@@ -348,6 +348,20 @@ class Offered:
 
 # ----------------------------------------------------------------------------- the machine
 
+@attrs.define(eq=False)
+class HostMemory:
+    """What a host the examples share (one host over HTTP) keeps from one example to the
+    next, so that no example asks it again: the suites registered (tenant, suiteId) and the
+    tenants added, whatever the examples' outcomes; and each tenant's watched counters as
+    the last example knew them, only when it ended without a failure (its final check
+    agreeing), else empty and read afresh."""
+
+    client: HostClient
+    registered: set[tuple[str, str]] = attrs.Factory(set)
+    added: set[str] = attrs.Factory(set)
+    counters: dict[str, dict[str, int | None]] = attrs.Factory(dict)
+
+
 class RecordedFixturesMachine(RuleBasedStateMachine):
     """Subclass via `machine_for(factory)`; the default drives a fresh `SimHost(seed=0)`."""
 
@@ -367,13 +381,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     http_sent: ClassVar[int] = 0
     steps_taken: ClassVar[int] = 0
     examples_run: ClassVar[int] = 0
-    # A long-lived host's watched counters as the last example knew them when it ended
-    # without a failure (its final check agreeing): the next example takes them in without
-    # reading again. With the client they were read from; None after a failure.
-    counters_read: ClassVar[tuple[HostClient, dict[str, dict[str, int | None]]] | None] = None
-    # What a long-lived host keeps from one example to the next, whatever their outcome:
-    # the suites registered (tenant, suiteId) and the tenants added, with its client.
-    host_kept: ClassVar[tuple[HostClient, set[tuple[str, str]], set[str]] | None] = None
+    # What the long-lived host over HTTP keeps from one example to the next.
+    kept: ClassVar[HostMemory | None] = None
 
     tenants = Bundle("tenants")
     runs = Bundle("runs")
@@ -392,11 +401,13 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         unheld = self.sim.profile.unheld_agents if self.sim else frozenset({UNHELD})
         self.model = Model(fixture_errors=self.offer.surface.advertises("fixtureErrors"),
                            unheld_agents=unheld)
-        kept = cls.host_kept
-        if self.sim is None and (kept is None or kept[0] is not self.client):
-            kept = cls.host_kept = (self.client, set(), set())
-        self.registered, self._added = (kept[1], kept[2]) if self.sim is None and \
-            kept is not None else (set(), set())
+        # A fresh host per example in process; over HTTP one host the examples share.
+        kept = HostMemory(self.client)
+        if self.sim is None:
+            if cls.kept is None or cls.kept.client is not self.client:
+                cls.kept = kept
+            kept = cls.kept
+        self.registered, self._added = kept.registered, kept.added
         # Per caller: the refusals every unusable source gets, by signature (noise set
         # aside): one, or more that asked again could not be told apart.
         self.refusals: dict[str, dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
@@ -418,10 +429,11 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self._movable: set[str] = set()
         # Runs whose events were read until they settled (see `replay`).
         self._settled: set[str] = set()
-        # Each tenant's watched counters as last read (see `counters_read`).
-        read, cls.counters_read = cls.counters_read, None
-        self._known = {tenant: dict(counts) for tenant, counts in read[1].items()} \
-            if read is not None and read[0] is self.client else {}
+        # Each tenant's watched counters as last read (see `HostMemory.counters`): taken
+        # from the host's memory, which holds none again until this example ends well.
+        self._known = {tenant: dict(counts) for tenant, counts in kept.counters.items()}
+        kept.counters = {}
+        self._memory = kept
         for tenant in self.keys:
             self._take_in_counters(tenant)
 
@@ -440,13 +452,21 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         """`tenant`'s counters `names`, None where the host cannot say. In process they are
         read where the seam reads them (the host's gateway), without a request per key and
         step: most of a machine run's cost otherwise."""
-        key, sim = self.keys[tenant], self.sim
-        owner = sim.core.caller(key) if sim is not None and sim.profile.counter_seam else None
-        if sim is not None and owner is not None:
-            counter, host_tenant = sim.core.gateway.counter_value, owner.tenant
-            return [(name, counter(host_tenant, name)) for name in names]
-        session = Session(self.client, key)
+        owner = self._gateway_owner(tenant)
+        if self.sim is not None and owner is not None:
+            counter = self.sim.core.gateway.counter_value
+            return [(name, counter(owner, name)) for name in names]
+        session = Session(self.client, self.keys[tenant])
         return [(name, session.counter(name)) for name in names]
+
+    def _gateway_owner(self, tenant: str) -> str | None:
+        """In process, the host's own name for `tenant`, where its counters are read inside
+        the host (as the counter seam would, at no request's cost); else None."""
+        sim = self.sim
+        if sim is None or not sim.profile.counter_seam:
+            return None
+        owner = sim.core.caller(self.keys[tenant])
+        return None if owner is None else owner.tenant
 
     def _may_move(self, tenants: Iterable[str], script: list[Any]) -> None:
         """A step ran `script` (or sent it, to be refused) on behalf of `tenants`: their
@@ -1009,8 +1029,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                 and self.sim.core.gateway.counters == world.counters:
             return read  # every counter of every tenant agrees, the watched ones among them
         for tenant in self.keys:
-            names = WATCHED_KEYS if self._read_inside(tenant) else sorted(self._movable) \
-                if every else sorted(name for owner, name in moved if owner == tenant)
+            if self._gateway_owner(tenant) is not None:  # free to read: all of them
+                names: Iterable[str] = WATCHED_KEYS
+            elif every:
+                names = sorted(self._movable)
+            else:
+                names = sorted(name for owner, name in moved if owner == tenant)
             read[tenant] = self._readings(tenant, names) if names else []
             for name, got in read[tenant]:
                 if got is None:
@@ -1021,12 +1045,6 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                            f"{tenant}'s live counter {name} reads {got}, the model expects "
                            f"{want}")
         return read
-
-    def _read_inside(self, tenant: str) -> bool:
-        """Whether `tenant`'s counters are read inside the host, at no request's cost."""
-        sim = self.sim
-        return sim is not None and sim.profile.counter_seam \
-            and sim.core.caller(self.keys[tenant]) is not None
 
     def erasure_reaches_copies(self) -> None:
         if self.sim is None:
@@ -1048,14 +1066,14 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         try:
             if sys.exc_info()[0] is None and "model" in self.__dict__:
                 read = self.live_state_agrees(every=True)
-                if self.sim is None and set(read) == set(self._known) == set(self.keys):
-                    # a long-lived host: the next example starts from what it knew
+                if set(read) == set(self._known) == set(self.keys):
+                    # the next example on this host starts from what this one knew
                     for tenant, readings in read.items():
                         self._known[tenant].update(readings)
-                    type(self).counters_read = (self.client, self._known)
+                    self._memory.counters = self._known
         finally:
             for name in ("client", "sim", "model", "refusals", "registered", "_needles",
-                         "oracles"):
+                         "oracles", "_memory"):
                 self.__dict__.pop(name, None)
             super().teardown()
 
@@ -1111,7 +1129,7 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
         "client_factory": staticmethod(factory), "extended": extended,
         "tenant_keys": dict(keys or TENANTS), "offered": None, "noise": None, "broken": set(),
         "branches": collections.Counter(), "requests_made": 0, "http_sent": 0, "steps_taken": 0,
-        "examples_run": 0, "counters_read": None, "host_kept": None})
+        "examples_run": 0, "kept": None})
 
 
 def machine_test(machine: type[RuleBasedStateMachine],
