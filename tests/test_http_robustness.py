@@ -342,3 +342,17 @@ def test_a_failing_handler_is_a_500_envelope_and_is_noted() -> None:
         r = HttpClient(server.url).request("GET", "/.well-known/openwop")
         assert_response(r, (500, "internal_error"))
         assert len(server.handler_errors) == 1 and "boom" in server.handler_errors[0]
+
+
+@pytest.mark.parametrize("value", ["a\r\nInjected: 1", "日本"])
+def test_a_request_the_client_cannot_send_leaves_the_next_one_as_asked(value: str) -> None:
+    """A header value that cannot go on the wire (a line break, a character outside
+    Latin-1) fails that request alone: nothing of it is sent ahead of the next request on
+    the same client, which is answered as it would have been."""
+    from refsim.wire.http import HostUnreachable
+    with background(SimHost(seed=0)) as server:
+        client = HttpClient(server.url)
+        with pytest.raises(HostUnreachable):
+            client.request("GET", "/.well-known/openwop", headers={"X-Odd": value})
+        after = client.request("GET", "/.well-known/openwop")
+        assert after.status == 200 and isinstance(after.json, dict)

@@ -86,10 +86,15 @@ class HttpClient:
         return f"HttpClient({self._base!r}, timeout={self.timeout!r})"
 
     def _connection(self, fresh: bool = False) -> http.client.HTTPConnection:
-        """This thread's connection; `fresh`: closed first, so it connects anew."""
+        """This thread's connection; `fresh`: a new one, the old closed and dropped (a
+        request that failed half-way leaves header lines buffered in its connection, which
+        `close()` keeps and the next request would send first)."""
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
         if conn is not None and fresh:
             conn.close()
+            with self._lock:
+                self._connections.remove(conn)
+            conn = None
         if conn is None:
             conn = http.client.HTTPSConnection(
                 self._host, self._port, timeout=self.timeout,
