@@ -57,7 +57,10 @@ def test_hypofuzz_finds_saves_and_refsim_replays(hypofuzz: Path, tmp_path: Path)
     """HypoFuzz runs until what it saved replays as a failure under `refsim fuzz --replay`,
     then is stopped: it would stop by itself only at its hub's next look, once a minute."""
     (tmp_path / "fuzz_refsim.py").write_text(_snippet(), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(hypofuzz), "REFSIM_FUZZ_MUTANT": FAULTY}
+    # CI set, as on a CI machine: Hypothesis then loads its "ci" profile, which derandomizes
+    # every test, and HypoFuzz refuses to fuzz a derandomized one unless the snippet says not.
+    env = {**os.environ, "PYTHONPATH": str(hypofuzz), "REFSIM_FUZZ_MUTANT": FAULTY,
+           "CI": "true"}
     db = tmp_path / ".refsim-db"
     log = tmp_path / "hypofuzz.log"
     replay = None
