@@ -434,7 +434,7 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
         # Compiled once, into the bench's own cache: what the timed processes import
         # (mutants also imports Hypothesis and the machine, which check never does).
         for argv in (["-c", "import refsim"], ["-m", "refsim", "check"],
-                     ["-c", "import refsim.check.mutants, refsim.testing.fuzz, refsim.demo"]):
+                     ["-c", "import refsim.zoo.matrices, refsim.testing.fuzz, refsim.demo"]):
             process_seconds(argv, env=env)
         # Half a second each: five of each, alternately, as the machines above.
         imported = check = float("inf")

@@ -9,10 +9,13 @@ import textwrap
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from refsim.domain.profile import PROFILES, profile_named
 from refsim.wire.client import HostClient
+
+if TYPE_CHECKING:
+    from refsim.check.runner import HostRecipe
 
 EXIT_USAGE = 2
 # `refsim fuzz --jobs` starts this many processes at most: each runs its own machine.
@@ -243,19 +246,24 @@ def _fuzz(args: argparse.Namespace) -> int:
     if isinstance(remote, int):
         return remote
     if remote is None:
-        if args.mutant is not None:
-            from refsim.check.zoo import ZOO
-            if args.mutant not in {m.name for m in ZOO}:
-                print(f"refsim fuzz: no faulty host named {args.mutant!r} in the zoo",
-                      file=sys.stderr)
-                return EXIT_USAGE
+        recipe: HostRecipe | None = None
         if args.variant is not None:
-            from refsim.check.variants import PASS_ZOO
-            if args.variant not in {v.name for v in PASS_ZOO}:
+            from refsim.zoo.correct import variant
+            try:
+                recipe = variant(args.variant)
+            except KeyError:
                 print(f"refsim fuzz: no correct host named {args.variant!r} in the pass zoo",
                       file=sys.stderr)
                 return EXIT_USAGE
-        target = FuzzTarget(profile=args.profile, mutant=args.mutant, variant=args.variant)
+        if args.mutant is not None:  # before --variant, as it always was
+            from refsim.zoo.faulty import mutant
+            try:
+                recipe = mutant(args.mutant)
+            except KeyError:
+                print(f"refsim fuzz: no faulty host named {args.mutant!r} in the zoo",
+                      file=sys.stderr)
+                return EXIT_USAGE
+        target = FuzzTarget(profile=args.profile, recipe=recipe)
     else:
         client, api_key, tenant_b = remote
         keys = {"acme": api_key, **({"globex": tenant_b} if tenant_b else {})}
@@ -368,13 +376,13 @@ def _bench(args: argparse.Namespace) -> int:
 def _mutants(args: argparse.Namespace) -> int:
     import math
 
-    from refsim.check.mutants import SHRINK_BUDGET, kill_matrix_json, print_matrix, write_json
-    from refsim.check.zoo import ZOO
+    from refsim.zoo.faulty import ZOO
+    from refsim.zoo.matrices import SHRINK_BUDGET, kill_matrix_json, print_matrix, write_json
 
     if _counts_refused("mutants", ("--machine-examples", args.machine_examples, 0, None),
                        ("--machine-steps", args.machine_steps, 1, None)):
         return EXIT_USAGE
-    from refsim.check.variants import PASS_ZOO
+    from refsim.zoo.correct import PASS_ZOO
     chosen = [m for m in ZOO if not args.only or m.name in args.only]
     if args.only and not chosen and not any(v.name in args.only for v in PASS_ZOO):
         print("refsim: no faulty or correct host matches --only", file=sys.stderr)
@@ -386,8 +394,8 @@ def _mutants(args: argparse.Namespace) -> int:
         print("refsim mutants: --shrink-budget takes a non-negative number of seconds",
               file=sys.stderr)
         return EXIT_USAGE
-    from refsim.check.mutants import pass_matrix_json, print_pass_matrix
     from refsim.progress import EXIT_INTERRUPTED, Progress, Stopped
+    from refsim.zoo.matrices import pass_matrix_json, print_pass_matrix
     code = 0
     doc: dict[str, Any] = {"mutants": [], "requirements": []}
     stopped: Stopped | None = None
@@ -433,7 +441,7 @@ def _mutants(args: argparse.Namespace) -> int:
 
 def _diff(args: argparse.Namespace) -> int:
     from refsim.check.assume import AssumptionError
-    from refsim.check.diff import Pair, every_reading, report, run_diff, summary_line, write_json
+    from refsim.testing.diff import Pair, every_reading, report, run_diff, summary_line, write_json
 
     if _counts_refused("diff", ("--max-examples", args.max_examples, 1, None),
                        ("--steps", args.steps, 1, None)):
@@ -489,9 +497,9 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _falsify(args: argparse.Namespace) -> int:
-    from refsim.check.falsify import CACHE_PATH, compute, load_cache, report, write
-    from refsim.check.zoo import ZOO
     from refsim.progress import EXIT_INTERRUPTED, Progress, Stopped
+    from refsim.zoo.falsify import CACHE_PATH, compute, load_cache, report, write
+    from refsim.zoo.faulty import ZOO
 
     doc = load_cache() if args.cached else None
     stopped: Stopped | None = None

@@ -69,7 +69,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _mutant_names() -> list[str]:
-    from refsim.check.zoo import ZOO
+    from refsim.zoo.faulty import ZOO
 
     return [m.name for m in ZOO]
 
@@ -99,7 +99,7 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     warning: list[str] = []
     if args.mutant is not None:
-        from refsim.check.zoo import mutant
+        from refsim.zoo.faulty import mutant
 
         names = _mutant_names()
         if args.mutant not in names:

@@ -272,8 +272,8 @@ def _vocabulary() -> list[str]:
 
 
 def _zoo() -> list[str]:
-    from refsim.check.zoo import ZOO
-    out = ["## Faulty hosts", "", f"The {len(ZOO)} hosts of `refsim.check.zoo`, each the "
+    from refsim.zoo.faulty import ZOO
+    out = ["## Faulty hosts", "", f"The {len(ZOO)} hosts of `refsim.zoo.faulty`, each the "
            "reference host with one part swapped; `refsim mutants` judges them in process "
            "and over HTTP (`refsim serve --mutant NAME` serves any of them).", "",
            "| host | breaks | over HTTP |", "| --- | --- | --- |"]
@@ -287,8 +287,8 @@ def _zoo() -> list[str]:
 def _falsified() -> list[str]:
     """The RFC's falsifiability table beside refsim's, from the cache `refsim falsify
     --write specs/falsified.json` writes (computing it takes minutes)."""
-    from refsim.check.falsify import CACHE_PATH, load_cache
     from refsim.check.registry import short_id
+    from refsim.zoo.falsify import CACHE_PATH, load_cache
     doc = load_cache()
     out = ["## Falsifiability, computed", ""]
     if doc is None:
@@ -318,8 +318,8 @@ def _falsified() -> list[str]:
         out += ["", f"The program that kills `{row['refsim']['host']}` for *{row['requirement']}* "
                 f"({program['steps']} steps, `{program['requirementId']}`):", "", "```python",
                 *program["program"], "```"]
-    from refsim.check.falsify import LEVEL_LABELS as labels
-    from refsim.check.falsify import WIRE_NOTE, two_sided
+    from refsim.zoo.falsify import LEVEL_LABELS as labels
+    from refsim.zoo.falsify import WIRE_NOTE, two_sided
     out += ["", "### Two-sided", "",
             "A row is witnessable at a level only if every zoo host built to break it is "
             "killed there, on the row's own requirement ids; the survivors at each level "
@@ -338,7 +338,7 @@ def _falsified() -> list[str]:
                 + ", ".join(f"`{h}`" for h in row["readings"])
         out.append(f"| {_cell(row['requirement'])} | {row['rfc']} | {len(row['violators'])} "
                    f"| {at} | {_cell(gone)} | {_cell(flag)} |")
-    from refsim.check.falsify import register_line, requirement_levels
+    from refsim.zoo.falsify import register_line, requirement_levels
     sided = {q["id"]: q for q in requirement_levels(doc)}
     out += ["", "### Every requirement id", "",
             "Two-sided over the id alone: where every violator dies, beside the witness "

@@ -18,11 +18,11 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from refsim import SimHost
 from refsim.check.findings import Row
-from refsim.check.mutants import judge_mutant
 from refsim.check.runner import PARTS, Target, run_parts
-from refsim.check.zoo import mutant
 from refsim.testing.fuzz import FuzzResult, run_machine
 from refsim.wire.client import HostClient
+from refsim.zoo.faulty import mutant
+from refsim.zoo.matrices import judge_mutant
 
 STEPS = 20
 LONG = 8  # a counterexample longer than this shows shrinking
@@ -88,4 +88,4 @@ def long_matrix_kill() -> str:
 def checker_rows(name: str) -> tuple[Row, ...]:
     """The in-process checker's rows on a faulty host (`refsim check --mutant NAME`), for
     the tests of the kill matrix, the blind spots and the falsify cache alike."""
-    return tuple(run_parts(Target(mutant=mutant(name)), PARTS))
+    return tuple(run_parts(Target(recipe=mutant(name)), PARTS))

@@ -1,4 +1,5 @@
-"""The shape the design promises: no import cycle among refsim's modules, a domain that
+"""The shape the design promises: tiers whose imports run one way (domain < wire < host <
+check < testing < zoo < demo, cli), no import cycle among refsim's modules, a domain that
 knows nothing of JSON Schema, HTTP or request dicts, and a wire that never imports the host."""
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+def _imports(name: str, path: Path, known: set[str], *, everywhere: bool = False) -> set[str]:
     """Every refsim module `name` imports at module level, TYPE_CHECKING blocks included
-    (a type-only import is a back-arrow too)."""
+    (a type-only import is a back-arrow too); with `everywhere`, inside functions too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
@@ -54,15 +55,56 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
                 visit(node.orelse)
             elif isinstance(node, ast.Try):
                 visit(node.body)
-    visit(tree.body)
+    visit(list(ast.walk(tree)) if everywhere else tree.body)  # type: ignore[arg-type]
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, everywhere: bool = False) -> dict[str, set[str]]:
     modules = _modules()
     known = set(modules)
-    return {name: {m for m in _imports(name, path, known) if m.startswith("refsim")}
+    return {name: {m for m in _imports(name, path, known, everywhere=everywhere)
+                   if m.startswith("refsim")}
             for name, path in modules.items()}
+
+
+# The tiers, lowest first: a module may import its own tier and those below, never above.
+# Each names the top-level packages and modules of `refsim` it holds.
+TIERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("ground", frozenset({"paths", "yaml_data", "_version", "registry_codes", "progress"})),
+    ("domain", frozenset({"domain"})),
+    ("wire", frozenset({"wire", "schemas", "suite_docs", "catalog"})),
+    ("host", frozenset({"host", ""})),  # "": the package root, which hands on the host
+    ("check", frozenset({"check"})),
+    ("testing", frozenset({"testing"})),
+    ("zoo", frozenset({"zoo"})),
+    ("demo", frozenset({"demo"})),
+    ("cli", frozenset({"cli", "cli_http", "__main__", "bench", "bench_http", "doc",
+                       "data_check"})),
+)
+
+
+def _part(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def _tier(module: str) -> int:
+    for rank, (_, parts) in enumerate(TIERS):
+        if _part(module) in parts:
+            return rank
+    raise AssertionError(f"{module} is in no tier: add it to TIERS")
+
+
+def _back_arrows(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a tier to a higher one."""
+    return sorted(f"{a} ({TIERS[_tier(a)][0]}) -> {b} ({TIERS[_tier(b)][0]})"
+                  for a, deps in graph.items() for b in deps if _tier(b) > _tier(a))
+
+
+def _package_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    parts: dict[str, set[str]] = {}
+    for a, deps in graph.items():
+        parts.setdefault(_part(a), set()).update(_part(b) for b in deps if _part(b) != _part(a))
+    return _cycle(parts)
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -96,6 +138,24 @@ def test_no_import_cycle_among_refsims_modules() -> None:
     assert len(graph) > 30
     cycle = _cycle(graph)
     assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_imports_run_one_way_through_the_tiers() -> None:
+    """Lazy imports inside functions count: a function that imports upward is an arrow
+    back up all the same."""
+    graph = _graph(everywhere=True)
+    assert {_part(m) for m in graph} <= {p for _, parts in TIERS for p in parts}
+    assert _back_arrows(graph) == []
+    assert _package_cycle(graph) is None
+
+
+def test_the_tier_rule_finds_a_planted_back_arrow_and_package_cycle() -> None:
+    planted = {"refsim.check.runner": {"refsim.zoo.faulty"},
+               "refsim.zoo.faulty": {"refsim.check.assume"}}
+    assert _back_arrows(planted) == [
+        "refsim.check.runner (check) -> refsim.zoo.faulty (zoo)"]
+    assert _package_cycle(planted) == ["check", "zoo", "check"]
+    assert _back_arrows({"refsim.zoo.faulty": {"refsim.check.assume"}}) == []
 
 
 def test_the_cycle_finder_finds_a_planted_cycle() -> None:

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from refsim.check.registry import load_registry
-from refsim.check.variants import PASS_ZOO
-from refsim.check.zoo import ZOO
 from refsim.cli import main
 from refsim.demo import LEGS
 from refsim.demo.matrix import PASS_COLUMNS, columns, render_matrix
+from refsim.zoo.correct import PASS_ZOO
+from refsim.zoo.faulty import ZOO
 from tests import pages
 from tests.test_matrix_page import DOC
 

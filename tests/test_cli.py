@@ -141,7 +141,7 @@ def test_list_defines_every_term_it_prints(capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.slow  # a second of machine runs
 def test_mutants_prints_the_machine_kill_shrunk_beside_its_unshrunk_count(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from refsim.check.mutants import _short
+    from refsim.zoo.matrices import _short
 
     from .machine_runs import long_matrix_kill
     data = tmp_path / "m.json"
@@ -171,7 +171,7 @@ def test_mutants_refuses_a_shrink_budget_that_is_no_number_of_seconds(
 
 def test_mutants_help_gives_the_default_shrink_budget(capsys: pytest.CaptureFixture[str]
                                                       ) -> None:
-    from refsim.check.mutants import SHRINK_BUDGET
+    from refsim.zoo.matrices import SHRINK_BUDGET
     with pytest.raises(SystemExit):
         main(["mutants", "--help"])
     assert f"default {SHRINK_BUDGET:g} s" in " ".join(capsys.readouterr().out.split())

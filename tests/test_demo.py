@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from refsim.check.registry import load_registry
-from refsim.check.zoo import mutant
 from refsim.cli import main
 from refsim.demo import LEGS, DemoRun, run_demo
 from refsim.demo.html import render_report
 from refsim.demo.report import FILES, point_latest
 from refsim.domain.profile import PROFILES
+from refsim.zoo.faulty import mutant
 from tests import pages
 
 TITLES = ("Two tenants", "records a source run", "The replay", "Drift fails closed",

@@ -14,9 +14,9 @@ from refsim.check.examples import Example, load_examples, run_example, run_examp
 from refsim.check.findings import Disposition, Row
 from refsim.check.registry import load_registry
 from refsim.check.runner import Target, run_parts
-from refsim.check.zoo import mutant
 from refsim.cli import main
 from refsim.domain.profile import profile_named
+from refsim.zoo.faulty import mutant
 
 EXAMPLES = load_examples()
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from refsim.check.observe import KEY_A, KEY_B
-from refsim.check.variants import variant
-from refsim.check.zoo import mutant
 from refsim.cli import main
 from refsim.testing.fuzz import FuzzTarget, report, run_machine
 from refsim.testing.stateful import RequirementViolated
 from refsim.wire.client import NO_BODY
 from refsim.wire.http import background
 from refsim.wire.response import Response
+from refsim.zoo.correct import variant
+from refsim.zoo.faulty import mutant
 
 
 class Recording:
@@ -82,7 +82,7 @@ def test_unreached_branches_are_inconclusive_not_a_counterexample(
 
 
 def test_branches_a_host_cannot_reach_are_named_with_why() -> None:
-    target = FuzzTarget(variant="no-seams")
+    target = FuzzTarget(recipe=variant("no-seams"))
     out = io.StringIO()
     code = report(run_machine(target.factory(), max_examples=5, steps=10, seed_value=0,
                               shrink=False), out, target)
@@ -103,12 +103,12 @@ def _reproduce(header: list[str], program: tuple[str, ...]) -> str | None:
 
 
 def test_the_printed_program_reproduces_on_the_faulty_host() -> None:
-    target = FuzzTarget(mutant="serves-miss-live")
+    target = FuzzTarget(recipe=mutant("serves-miss-live"))
     result = run_machine(target.factory(), max_examples=60, steps=20, seed_value=0,
                          shrink=False)
     assert not result.passed
     header = target.program_header()
-    assert header[-1] == "RecordedFixturesMachine = FuzzTarget(mutant='serves-miss-live')" \
+    assert header[-1] == "RecordedFixturesMachine = FuzzTarget(recipe=mutant('serves-miss-live'))" \
                          ".machine()"
     assert _reproduce(header, result.pasteable) == result.requirement_id
     # The same program against the reference host passes: it names its target.

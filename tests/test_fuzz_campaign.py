@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from refsim import SimHost
-from refsim.check.zoo import mutant
 from refsim.cli import main
 from refsim.testing.fuzz import (
     FuzzResult,
@@ -25,6 +24,7 @@ from refsim.testing.fuzz import (
     run_machine,
 )
 from refsim.wire.client import HostClient
+from refsim.zoo.faulty import mutant
 
 FAULTY = "serves-miss-live"
 STEPS = 20
@@ -40,7 +40,7 @@ def _plant(db: Path) -> FuzzResult:
     `refsim fuzz --mutant FAULTY --database db` keeps it)."""
     planted = run_machine(lambda: _faulty_factory([]), max_examples=200, steps=STEPS,
                           seed_value=0, shrink=False,
-                          database=FuzzTarget(mutant=FAULTY).database(db, STEPS))
+                          database=FuzzTarget(recipe=mutant(FAULTY)).database(db, STEPS))
     assert not planted.passed, "the machine should kill serves-miss-live"
     assert db.is_dir() and any(db.rglob("*")), "nothing was saved in the database"
     return planted
@@ -52,7 +52,8 @@ def test_a_planted_counterexample_is_replayed_on_the_first_example(tmp_path: Pat
     made: list[int] = []
     # A new machine class over a new factory: the key is the machine's, not the factory's.
     again = run_machine(lambda: _faulty_factory(made), max_examples=1, steps=STEPS,
-                        shrink=False, database=FuzzTarget(mutant=FAULTY).database(db, STEPS))
+                        shrink=False,
+                        database=FuzzTarget(recipe=mutant(FAULTY)).database(db, STEPS))
     assert not again.passed
     assert again.requirement_id == planted.requirement_id
     # One host for the replayed example, one for Hypothesis's final run that reports it.
@@ -63,7 +64,7 @@ def test_a_planted_counterexample_is_replayed_on_the_first_example(tmp_path: Pat
 def test_the_replay_command_finds_it_in_another_process(tmp_path: Path) -> None:
     db = tmp_path / "db"
     planted = _plant(db)
-    command = replay_command(FuzzTarget(mutant=FAULTY), db, STEPS)
+    command = replay_command(FuzzTarget(recipe=mutant(FAULTY)), db, STEPS)
     assert command.startswith("refsim fuzz --replay --database ")
     argv = command.split()[2:]
     done = subprocess.run([sys.executable, "-m", "refsim", "fuzz", *argv],
@@ -90,13 +91,14 @@ def test_replay_against_a_sound_host_reports_nothing_failed_and_loses_nothing(
     # sound host never saw the faulty host's, which is still there and still fails.
     assert sorted(str(p.relative_to(db)) for p in db.rglob("*")) == saved
     again = run_machine(lambda: _faulty_factory([]), max_examples=1, steps=STEPS,
-                        shrink=False, database=FuzzTarget(mutant=FAULTY).database(db, STEPS))
+                        shrink=False,
+                        database=FuzzTarget(recipe=mutant(FAULTY)).database(db, STEPS))
     assert not again.passed and again.requirement_id == planted.requirement_id
 
 
 def test_targets_see_the_database_apart() -> None:
-    labels = {FuzzTarget().label(20), FuzzTarget(mutant=FAULTY).label(20),
-              FuzzTarget(mutant=FAULTY).label(30),
+    labels = {FuzzTarget().label(20), FuzzTarget(recipe=mutant(FAULTY)).label(20),
+              FuzzTarget(recipe=mutant(FAULTY)).label(30),
               FuzzTarget(profile="no-fixture-errors").label(20),
               FuzzTarget(base_url="http://h:1").label(20),
               FuzzTarget(base_url="http://h:1", extended=False).label(20)}
@@ -156,7 +158,7 @@ def test_a_campaign_of_two_jobs_combines_counts_and_shares_the_database(
 def test_a_campaign_reports_the_first_counterexample_and_how_to_replay_it(
         tmp_path: Path) -> None:
     db = tmp_path / "db"
-    target = FuzzTarget(mutant=FAULTY)
+    target = FuzzTarget(recipe=mutant(FAULTY))
     result = campaign(target, jobs=2, duration=None, max_examples=200, steps=STEPS,
                       base_seed=0, database=str(db), shrink=False)
     assert not result.passed and result.first_failure is not None
@@ -177,7 +179,7 @@ def test_the_hypofuzz_route_saves_where_the_replay_command_reads(tmp_path: Path)
 
     from refsim.testing.stateful import machine_for
     db = tmp_path / "db"
-    target = FuzzTarget(mutant=FAULTY)
+    target = FuzzTarget(recipe=mutant(FAULTY))
     case_class = machine_for(target.factory()).TestCase
     case_class.settings = settings(database=target.database(db, STEPS),
                                    stateful_step_count=STEPS, deadline=None, max_examples=200,

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from refsim.testing.fuzz import FuzzTarget, database_entries
+from refsim.zoo.faulty import mutant
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +94,7 @@ def test_two_processes_share_a_counterexample_through_redis(redis_url: str,
     # In Redis as in a folder, each target's entries are filed under its own label.
     import redis
     keys = redis.Redis.from_url(redis_url).keys(b"hypothesis-example:*")
-    label = FuzzTarget(mutant=FAULTY).label(int(STEPS)).encode()
+    label = FuzzTarget(recipe=mutant(FAULTY)).label(int(STEPS)).encode()
     assert keys and all(label in k for k in keys)
 
 

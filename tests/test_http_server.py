@@ -449,7 +449,7 @@ def test_serve_command_runs_until_interrupted() -> None:
 
 
 def test_serve_refuses_a_mutant_not_in_the_zoo(capsys: pytest.CaptureFixture[str]) -> None:
-    from refsim.check.zoo import ZOO
+    from refsim.zoo.faulty import ZOO
 
     assert serve_main(["serve", "--port", "0", "--mutant", "no-such-mutant"]) == 2
     err = capsys.readouterr().err
@@ -458,7 +458,7 @@ def test_serve_refuses_a_mutant_not_in_the_zoo(capsys: pytest.CaptureFixture[str
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGTERM")
 def test_serve_a_mutant_says_it_is_known_bad_and_serves_it() -> None:
-    from refsim.check.zoo import mutant
+    from refsim.zoo.faulty import mutant
 
     known_bad = mutant("echoes-id")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -15,8 +15,8 @@ from refsim import SimHost, paths
 from refsim.check.findings import Disposition, Finding
 from refsim.check.invariants import CHECKS, Invariant, Probe, load_invariants, run_invariants
 from refsim.check.observe import REPLAY, SOURCE, Session, SimInspector, eval_body
-from refsim.check.zoo import mutant
 from refsim.domain.profile import PROFILES
+from refsim.zoo.faulty import mutant
 
 EXPECTED = {
     "eval-fixture-run-tenant-scoped": "openwop.requirement.0252.source-uniform",

@@ -13,8 +13,10 @@ import pytest
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 
-from refsim.check import falsify
-from refsim.check.mutants import (
+from refsim.testing.fuzz import INVARIANT_CALLS, FuzzResult, Shrunk, shrink_for_display
+from refsim.zoo import falsify
+from refsim.zoo.faulty import ZOO, Mutant, mutant
+from refsim.zoo.matrices import (
     Side,
     _short,
     judge_mutant,
@@ -22,8 +24,6 @@ from refsim.check.mutants import (
     print_matrix,
     write_json,
 )
-from refsim.check.zoo import ZOO, Mutant, mutant
-from refsim.testing.fuzz import INVARIANT_CALLS, FuzzResult, Shrunk, shrink_for_display
 
 from .machine_runs import (
     STEPS,
@@ -120,7 +120,7 @@ def test_the_matrix_report_and_json(tmp_path: Path) -> None:
 
 
 def test_a_surviving_mutant_fails_the_matrix() -> None:
-    from refsim.check.mutants import Kill
+    from refsim.zoo.matrices import Kill
     survivor = Kill(mutant("echoes-id"), (), None)
     out = io.StringIO()
     assert print_matrix([survivor], out) == 1

@@ -13,13 +13,13 @@ import pytest
 
 from refsim import SimHost
 from refsim.check.findings import Disposition, Row
-from refsim.check.mutants import judge_variant
 from refsim.check.observe import KEY_A, KEY_B
 from refsim.check.runner import PARTS, Target, run_parts
-from refsim.check.variants import PASS_ZOO, Variant, variant
 from refsim.wire.client import NO_BODY
 from refsim.wire.httpclient import HttpClient
 from refsim.wire.response import Response
+from refsim.zoo.correct import PASS_ZOO, Variant, variant
+from refsim.zoo.matrices import judge_variant
 
 NAMES = [v.name for v in PASS_ZOO]
 
@@ -63,7 +63,7 @@ def test_every_correct_host_names_the_line_that_allows_it() -> None:
                                   "content-free-lane", "runs-after-answering",
                                   "no-recorded-fixtures"])
 def test_the_checker_passes_correct_hosts_in_process(name: str) -> None:
-    rows = run_parts(Target(variant=variant(name)), PARTS)
+    rows = run_parts(Target(recipe=variant(name)), PARTS)
     assert not _fails(rows), _fails(rows)
     tally = _tally(rows)
     if name == "no-recorded-fixtures":  # nothing to judge: it says so, row by row

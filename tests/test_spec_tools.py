@@ -12,8 +12,11 @@ from typing import Any
 import attrs
 import pytest
 
-from refsim.check import falsify
-from refsim.check.diff import (
+from refsim.check.observe import KEY_A, inspector_of
+from refsim.check.registry import load_registry
+from refsim.cli import main
+from refsim.host import SimHost
+from refsim.testing.diff import (
     DIFF_ID,
     Pair,
     PairClient,
@@ -23,16 +26,13 @@ from refsim.check.diff import (
     run_diff,
     summary_line,
 )
-from refsim.check.observe import KEY_A, inspector_of
-from refsim.check.registry import load_registry
-from refsim.check.zoo import ZOO, Mutant, mutant
-from refsim.cli import main
-from refsim.host import SimHost
 from refsim.testing.fuzz import run_machine
+from refsim.zoo import falsify
+from refsim.zoo.faulty import ZOO, Mutant, mutant
 
 # What `refsim diff --assume merge-suite-fixtures=merge` printed (seed 0), pasted verbatim.
 MERGE_PROGRAM = """\
-from refsim.check.diff import pair_machine
+from refsim.testing.diff import pair_machine
 RecordedFixturesMachine = pair_machine(assume=['merge-suite-fixtures=merge'])
 state = RecordedFixturesMachine()
 tenants_0 = state.add_tenant(name='initech')
@@ -135,7 +135,7 @@ def test_diff_that_never_reaches_a_critical_branch_is_inconclusive(
 
 def test_diff_exits_zero_only_when_none_found_and_nothing_left_unreached(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import refsim.check.diff as diff_module
+    import refsim.testing.diff as diff_module
 
     class Settled:
         found, inconclusive = False, None
@@ -424,7 +424,7 @@ def test_two_sided_names_a_survivor_and_witnesses_only_when_every_violator_is_ki
 def test_every_reading_names_the_steps_it_touches_and_an_untaken_one_is_inconclusive(
         ) -> None:
     from refsim.check.assume import BUILDERS
-    from refsim.check.diff import TOUCHES, DiffResult
+    from refsim.testing.diff import TOUCHES, DiffResult
     from refsim.testing.fuzz import FuzzResult
     from refsim.testing.stateful import CRITICAL
     assert set(TOUCHES) == {row for row, _ in BUILDERS}

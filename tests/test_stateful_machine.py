@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from refsim import SimHost
-from refsim.check.zoo import mutant
 from refsim.testing.fuzz import report, run_machine
 from refsim.testing.stateful import CRITICAL, RecordedFixturesMachine, machine_for, unreached
+from refsim.zoo.faulty import mutant
 
 from .machine_runs import against
 
@@ -89,7 +89,7 @@ def test_the_rule_sampler_has_a_short_repr_and_scripts_are_the_tables_own() -> N
     from hypothesis import given
     from hypothesis.stateful import RuleStrategy
 
-    from refsim.testing.stateful import (
+    from refsim.testing.strategies import (
         ANY_SCRIPTS,
         ANY_STEPS,
         COUNTER_SCRIPTS,
@@ -118,7 +118,7 @@ def test_a_drawn_script_prints_as_the_literal_it_is() -> None:
     call that made it (a `map` printed `[*[...], DECIDE]`, naming what it does not import)."""
     from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-    from refsim.testing.stateful import ANY_SCRIPTS, COUNTER_SCRIPTS
+    from refsim.testing.strategies import ANY_SCRIPTS, COUNTER_SCRIPTS
 
     class Fails(RuleBasedStateMachine):
         @rule(anything=ANY_SCRIPTS, counter=COUNTER_SCRIPTS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -17,43 +17,58 @@ from refsim.domain.profile import HostProfile, profile_named
 from refsim.host import SimHost
 from refsim.wire.client import HostClient
 
-if TYPE_CHECKING:  # the zoos are imported by what runs them, not by every check
-    from refsim.check.variants import Variant
-    from refsim.check.zoo import Mutant
-
 PARTS = ("conformance", "examples", "invariants")
+
+
+class HostRecipe(Protocol):
+    """A host built another way than the reference one: a faulty or a correct host of the
+    zoo (`refsim.zoo`). The checker and the machine build it through this face alone; it
+    travels to another process by name."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def flag(self) -> str:
+        """The command-line option that names it (`--mutant`, `--variant`)."""
+        ...
+
+    def host(self, seed: int = 0, profile: HostProfile | None = None) -> SimHost: ...
+
+    def read_as(self, readings: Sequence[Reading], seed: int, profile: HostProfile) -> SimHost:
+        """The host under `profile` and `readings` (an `--assume`)."""
+        ...
+
+    def rebuilt(self) -> tuple[str, str]:
+        """The import and the expression that rebuild it in a printed program."""
+        ...
 
 
 @attrs.frozen
 class Target:
-    """The built-in host under a profile and readings; every check gets a fresh one."""
+    """The built-in host under a profile and readings, or a host of the zoo (`recipe`);
+    every check gets a fresh one."""
 
     profile: str = "reference"
     readings: tuple[Reading, ...] = ()
     seed: int = 0
     base_components: Components | None = None
-    mutant: Mutant | None = None
-    variant: Variant | None = None
+    recipe: HostRecipe | None = None
 
     def host(self, profile: str | None = None) -> SimHost:
         """A fresh host: under `profile` when a check pins one (an example row's `profile:`),
         else under the target's own profile, the one the report is labelled with."""
         chosen: HostProfile = profile_named(self.profile if profile is None else profile)
-        if self.variant is not None:
-            return self.variant.host(self.seed, chosen)
-        if self.mutant is None:
-            chosen, components = build(self.readings, chosen, self.base_components)
-            return SimHost(seed=self.seed, profile=chosen, components=components)
-        chosen, components = build(self.readings, self.mutant.claims(chosen),
-                                   self.mutant.components())
-        return self.mutant.assemble(self.seed, chosen, components)
+        if self.recipe is not None:
+            return self.recipe.read_as(self.readings, self.seed, chosen)
+        chosen, components = build(self.readings, chosen, self.base_components)
+        return SimHost(seed=self.seed, profile=chosen, components=components)
 
     @property
     def label(self) -> str:
         extra = "".join(f" --assume {r}" for r in self.readings)
-        faulty = f" --mutant {self.mutant.name}" if self.mutant is not None else ""
-        correct = f" --variant {self.variant.name}" if self.variant is not None else ""
-        return f"refsim:{self.profile}{faulty}{correct}{extra}"
+        zoo = f" {self.recipe.flag} {self.recipe.name}" if self.recipe is not None else ""
+        return f"refsim:{self.profile}{zoo}{extra}"
 
 
 def matches(prefix: str | None, row: Row) -> bool:

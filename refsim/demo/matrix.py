@@ -1,7 +1,7 @@
 """The kill matrix as a page: zoo hosts (rows) by requirement ids (columns), one
 self-contained HTML file (inline CSS, no script), drawn from `refsim mutants`'s JSON.
 
-`render_matrix` reads the document `refsim.check.mutants` writes and tolerates its
+`render_matrix` reads the document `refsim.zoo.matrices` writes and tolerates its
 optional parts being absent (`findings`, `http`, `machine`, `requirements`).
 """
 
@@ -241,7 +241,7 @@ def render_matrix(doc: dict[str, Any]) -> str:
         'style-src \'unsafe-inline\'">'
         f"<title>refsim kill matrix: {h(summary)}</title><style>{CSS}</style></head>"
         "<body><main><h1>refsim kill matrix</h1>"
-        "<p>Each row is a faulty host of the zoo (<code>refsim/check/zoo.py</code>), one "
+        "<p>Each row is a faulty host of the zoo (<code>refsim/zoo/faulty.py</code>), one "
         "swapped component each; each column a requirement id. A cell says who caught the "
         "fault on that requirement: "
         '<span class="legend"><span class="mk p">P</span>the checker in process, '
@@ -316,7 +316,7 @@ def render_pass_grid(correct: Any) -> str:
     head = "".join(f'<th scope="col">{h(c)}</th>' for c in PASS_COLUMNS)
     summary = f"{len(rows) - failing}/{len(rows)} correct hosts passed every way they were judged"
     return ("<h2>The pass matrix</h2>"
-            "<p>Each row is a correct host (<code>refsim/check/variants.py</code>): the "
+            "<p>Each row is a correct host (<code>refsim/zoo/correct.py</code>): the "
             "reference host with one difference RFC 0252, OpenWOP v2 or HTTP allows, and the "
             "line that allows it. Each column is a way refsim judges a host; every cell must "
             "pass (✓). A failing cell (✕) is a false verdict of refsim's. ≈: a difference a "

@@ -28,6 +28,7 @@ from hypothesis.errors import Unsatisfiable
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 from hypothesis.reporting import with_reporter
 
+from refsim.check.runner import HostRecipe
 from refsim.progress import EXIT_INTERRUPTED, Progress, ignore_interrupts
 from refsim.testing.stateful import (
     RecordedFixturesMachine,
@@ -431,31 +432,25 @@ def shrink_for_display(factory: Callable[[], HostClient], found: FuzzResult,
 @attrs.frozen
 class FuzzTarget:
     """The host a campaign fuzzes, in a form another process can rebuild: a profile of
-    the built-in host, a faulty host of the zoo (`mutant`), or a host over HTTP."""
+    the built-in host, a host of the zoo (`recipe`, which travels by name), or a host over
+    HTTP."""
 
     profile: str = "reference"
-    mutant: str | None = None
+    recipe: HostRecipe | None = None
     base_url: str | None = None
     keys: dict[str, str] | None = None
     extended: bool = True
-    # A correct host of the pass zoo (refsim.check.variants), in process.
-    variant: str | None = None
 
     def factory(self) -> Callable[[], HostClient]:
         from refsim.host import SimHost
 
         if self.base_url is not None:
-            from refsim.wire.http import HttpClient
+            from refsim.wire.httpclient import HttpClient
             client = HttpClient(self.base_url)
             return lambda: client
-        if self.mutant is not None:
-            from refsim.check.zoo import mutant
-            faulty = mutant(self.mutant)
-            return lambda: faulty.host()
-        if self.variant is not None:
-            from refsim.check.variants import variant
-            correct = variant(self.variant)
-            return lambda: correct.host()
+        if self.recipe is not None:
+            recipe = self.recipe
+            return lambda: recipe.host()
         from refsim.domain.profile import profile_named
         profile = profile_named(self.profile)
         return lambda: SimHost(seed=0, profile=profile)
@@ -477,16 +472,18 @@ class FuzzTarget:
     def program_header(self) -> list[str]:
         """The lines a printed program starts with, so that it drives this same target
         (the API keys of a host over HTTP come from the environment, never printed)."""
-        args = ", ".join(f"{name}={value!r}" for name, value in (
-            ("base_url", self.base_url), ("mutant", self.mutant), ("variant", self.variant))
-            if value is not None) or (f"profile={self.profile!r}"
-                                      if self.profile != "reference" else "")
-        if not self.extended:
-            args += (", " if args else "") + "extended=False"
         lines = ["from refsim.testing.fuzz import FuzzTarget"]
+        args = [f"profile={self.profile!r}"] if self.profile != "reference" else []
         if self.base_url is not None:
             lines.append("# API keys: OPENWOP_API_KEY, OPENWOP_TEST_TENANT_B_API_KEY")
-        return [*lines, f"RecordedFixturesMachine = FuzzTarget({args}).machine()"]
+            args = [f"base_url={self.base_url!r}"]
+        elif self.recipe is not None:
+            imported, expression = self.recipe.rebuilt()
+            lines.append(imported)
+            args = [f"recipe={expression}"]
+        if not self.extended:
+            args.append("extended=False")
+        return [*lines, f"RecordedFixturesMachine = FuzzTarget({', '.join(args)}).machine()"]
 
     def label(self, steps: int) -> str:
         """What sets this target's entries in a shared database apart: the host, and the
@@ -506,10 +503,8 @@ class FuzzTarget:
         """The `refsim fuzz` options that name this target (keys are never printed)."""
         if self.base_url is not None:
             return ["--base-url", self.base_url]
-        if self.mutant is not None:
-            return ["--mutant", self.mutant]
-        if self.variant is not None:
-            return ["--variant", self.variant]
+        if self.recipe is not None:
+            return [self.recipe.flag, self.recipe.name]
         return ["--profile", self.profile]
 
 

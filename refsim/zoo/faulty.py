@@ -1,4 +1,4 @@
-"""The zoo: faulty hosts, each breaking exactly one RFC 0252 rule by swapping one component.
+"""Faulty hosts, each breaking exactly one RFC 0252 rule by swapping one component.
 
 Every mutant is the reference host with one part replaced, never a switch inside the
 real host. Its docstring names the line it breaks; `refsim mutants` must kill them all.
@@ -12,12 +12,13 @@ import time
 import uuid
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
 import attrs
 
+from refsim.check.assume import Reading, build
 from refsim.domain.canonical import canonical
 from refsim.domain.commands import CreateEval, CreateRun
 from refsim.domain.core import (
@@ -95,6 +96,23 @@ class Mutant:
         if self.wire is not None:
             self.wire(host)
         return host
+
+    # As a `refsim.check.runner.HostRecipe`:
+
+    @property
+    def flag(self) -> str:
+        return "--mutant"
+
+    def read_as(self, readings: Sequence[Reading], seed: int, profile: HostProfile) -> SimHost:
+        chosen, components = build(readings, self.claims(profile), self.components())
+        return self.assemble(seed, chosen, components)
+
+    def rebuilt(self) -> tuple[str, str]:
+        return "from refsim.zoo.faulty import mutant", f"mutant({self.name!r})"
+
+    def __reduce__(self) -> tuple[Callable[[str], Mutant], tuple[str]]:
+        """To another process by name: its parts are functions."""
+        return mutant, (self.name,)
 
 
 # ----------------------------------------------------------------------------- parts

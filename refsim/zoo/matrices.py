@@ -20,9 +20,9 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from refsim.check.findings import Disposition, Row
 from refsim.check.runner import PARTS, Target, run_parts
-from refsim.check.zoo import ZOO, Mutant, mutant
 from refsim.progress import Progress, Stopped, run_all
 from refsim.testing.fuzz import FuzzResult, Shrunk, run_machine, shrink_for_display
+from refsim.zoo.faulty import ZOO, Mutant, mutant
 
 # One seed by default: the checker already kills every host, and the machine column says
 # which it also kills on its own within the budget (`--machine-examples`).
@@ -119,7 +119,7 @@ def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
     """The checker's verdict on `faulty`, and the machine's: a search without shrinking
     decides the kill (the same seeds and budget whatever `shrink_budget`), then its
     counterexample is shrunk for display within `shrink_budget` seconds (0: not shrunk)."""
-    side = Side.of(run_parts(Target(mutant=faulty), PARTS))
+    side = Side.of(run_parts(Target(recipe=faulty), PARTS))
     result = shrunk = None
     for seed_value in MACHINE_SEEDS if machine_examples > 0 else ():
         # A fresh database per search: Hypothesis saves the failure it finds there, and
@@ -212,17 +212,17 @@ def judge_variant(name: str, *, http: bool = True, machine: bool = True,
     """One correct host through every way refsim judges: the checker in process and over
     HTTP, the machine in process and over HTTP, and `refsim diff` against the reference
     host. A cell that fails is a defect of the checker (or the machine, or diff)."""
-    from refsim.check.diff import Pair, run_diff
     from refsim.check.observe import KEY_A, KEY_B
-    from refsim.check.variants import variant
+    from refsim.testing.diff import Pair, run_diff
     from refsim.testing.fuzz import FuzzTarget
     from refsim.wire.httpclient import HttpClient
+    from refsim.zoo.correct import variant
     correct = variant(name)
     cells: dict[str, Any] = {}
     if correct.outside_only is None:
-        cells["check in process"] = _rows_cell(run_parts(Target(variant=correct), PARTS))
+        cells["check in process"] = _rows_cell(run_parts(Target(recipe=correct), PARTS))
     else:  # judged from outside in process too (the reason is the variant's)
-        from refsim.check.falsify import OutsideClient
+        from refsim.zoo.falsify import OutsideClient
         cells["check in process"] = _rows_cell(run_parts(
             Target(), PARTS, client=OutsideClient(correct.host()), api_key=KEY_A,
             tenant_b_key=KEY_B))
@@ -234,7 +234,7 @@ def judge_variant(name: str, *, http: bool = True, machine: bool = True,
     if machine:
         examples, steps = PASS_FUZZ
         cells["fuzz in process"] = _fuzz_cell(run_machine(
-            FuzzTarget(variant=name).factory(), max_examples=examples, steps=steps,
+            FuzzTarget(recipe=correct).factory(), max_examples=examples, steps=steps,
             seed_value=0, shrink=False))
         if http:
             examples, steps = PASS_FUZZ_HTTP
@@ -250,7 +250,7 @@ def judge_variant(name: str, *, http: bool = True, machine: bool = True,
         # A difference of representation only (noise, id shapes, framing, time): diff
         # must find nothing a client would call a difference.
         examples, steps = PASS_DIFF
-        found = run_diff(Pair(variant=name), max_examples=examples, steps=steps, seed=0)
+        found = run_diff(Pair(variant=correct), max_examples=examples, steps=steps, seed=0)
         cell: dict[str, Any] = {"ok": found.error is None and found.difference is None,
                                 "found": found.difference is not None}
         if found.difference is not None:
@@ -268,7 +268,7 @@ def pass_matrix_json(names: Sequence[str] | None = None, *, http: bool = True,
                      progress: Progress | None = None) -> list[dict[str, Any]]:
     """Every correct host judged, spread over `jobs` processes; Ctrl-C raises `Stopped`
     with the hosts judged by then."""
-    from refsim.check.variants import PASS_ZOO
+    from refsim.zoo.correct import PASS_ZOO
     chosen = list(names) if names is not None else [v.name for v in PASS_ZOO]
     jobs = jobs or min(len(chosen), os.cpu_count() or 1)
     docs, stopped = run_all(_judge_variant_json, [(n, http, machine, diff) for n in chosen],

@@ -30,12 +30,12 @@ from hypothesis.stateful import precondition, rule
 from refsim.check.assume import Assumable, Reading, assumables, build, parse
 from refsim.check.judges import NOT_THE_ANSWERS
 from refsim.check.observe import SEAM_ERASE, eval_body
+from refsim.check.runner import HostRecipe
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.profile import profile_named
 from refsim.host import SimHost
 from refsim.testing.fuzz import FuzzResult
 from refsim.testing.stateful import (
-    COUNTER_SCRIPTS,
     LANES,
     WATCHED_KEYS,
     RecordedFixturesMachine,
@@ -45,6 +45,7 @@ from refsim.testing.stateful import (
     note,
     unreached,
 )
+from refsim.testing.strategies import COUNTER_SCRIPTS
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
 
@@ -280,13 +281,13 @@ class Pair:
     assume: tuple[str, ...] = ()
     profile: str = "reference"
     against: str | None = None
-    # B is a correct host of the pass zoo (refsim.check.variants) instead.
-    variant: str | None = None
+    # B is a correct host of the pass zoo (refsim.zoo.correct) instead.
+    variant: HostRecipe | None = None
 
     @property
     def label(self) -> str:
         if self.variant is not None:
-            return f"--variant {self.variant}"
+            return f"{self.variant.flag} {self.variant.name}"
         if self.against is not None:
             return f"--profile {self.profile} --against {self.against}"
         return " ".join(f"--assume {a}" for a in self.assume) or f"--profile {self.profile}"
@@ -301,8 +302,7 @@ class Pair:
 
         def make_b() -> SimHost:
             if self.variant is not None:
-                from refsim.check.variants import variant
-                return variant(self.variant).host(0)
+                return self.variant.host(0)
             profile, components = build(readings, other)
             return SimHost(seed=0, profile=profile, components=components)
         return make_a, make_b
@@ -400,7 +400,7 @@ def _gateway_counters(host: SimHost, api_key: str,
 
 
 def pair_machine(assume: Sequence[str] = (), profile: str = "reference",
-                 against: str | None = None, variant: str | None = None
+                 against: str | None = None, variant: HostRecipe | None = None
                  ) -> type[RecordedFixturesMachine]:
     """The machine over a fresh pair per example: what a printed program runs against."""
     make_a, make_b = Pair(tuple(assume), profile, against, variant).hosts()
@@ -455,8 +455,11 @@ class DiffResult:
     @property
     def program(self) -> list[str]:
         lines = [line for line in self.fuzz.pasteable if "state.teardown()" not in line]
-        return ["from refsim.check.diff import pair_machine",
-                f"RecordedFixturesMachine = pair_machine({_args(self.pair)})", *lines]
+        imports = ["from refsim.testing.diff import pair_machine"]
+        if self.pair.variant is not None:
+            imports.append(self.pair.variant.rebuilt()[0])
+        return [*imports, f"RecordedFixturesMachine = pair_machine({_args(self.pair)})",
+                *lines]
 
     @property
     def budget(self) -> str:
@@ -527,7 +530,7 @@ class DiffResult:
 def _args(pair: Pair) -> str:
     parts = []
     if pair.variant is not None:
-        parts.append(f"variant={pair.variant!r}")
+        parts.append(f"variant={pair.variant.rebuilt()[1]}")
     if pair.assume:
         parts.append(f"assume={list(pair.assume)!r}")
     if pair.profile != "reference" or pair.against is not None:

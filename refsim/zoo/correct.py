@@ -18,11 +18,12 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 import attrs
 
+from refsim.check.assume import Reading
 from refsim.domain.core import HostCore
 from refsim.domain.ids import IdMinter, RunId, parse_bound, unproject
 from refsim.domain.owners import DEFAULT_TENANTS
@@ -68,6 +69,23 @@ class Variant:
 
     def host(self, seed: int = 0, profile: HostProfile | None = None) -> SimHost:
         return self.build(seed, profile or HostProfile())
+
+    # As a `refsim.check.runner.HostRecipe` (a correct host takes no reading: it is built
+    # its one way):
+
+    @property
+    def flag(self) -> str:
+        return "--variant"
+
+    def read_as(self, readings: Sequence[Reading], seed: int, profile: HostProfile) -> SimHost:
+        return self.build(seed, profile)
+
+    def rebuilt(self) -> tuple[str, str]:
+        return "from refsim.zoo.correct import variant", f"variant({self.name!r})"
+
+    def __reduce__(self) -> tuple[Callable[[str], Variant], tuple[str]]:
+        """To another process by name: its parts are functions."""
+        return variant, (self.name,)
 
     @contextlib.contextmanager
     def served(self, seed: int = 0) -> Iterator[Any]:

@@ -1,6 +1,6 @@
 """`refsim falsify`: RFC 0252's falsifiability table, computed from the zoo.
 
-For every requirement id of the registry and every faulty host of `refsim.check.zoo` built
+For every requirement id of the registry and every faulty host of `refsim.zoo.faulty` built
 to break it (`hosts:` in `specs/falsifiability.yaml`), the weakest observation that kills
 the host (on that id, or on any other it fails: it is the host that is killed):
 
@@ -38,11 +38,11 @@ from refsim import paths
 from refsim.check.findings import Disposition, Row
 from refsim.check.registry import load_registry, short_id
 from refsim.check.runner import PARTS, Target, run_parts
-from refsim.check.zoo import ZOO, Mutant, mutant
 from refsim.host import SimHost
 from refsim.progress import Progress, Stopped, run_all
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
+from refsim.zoo.faulty import ZOO, Mutant, mutant
 
 TABLE_PATH = paths.SPECS / "falsifiability.yaml"
 CACHE_PATH = paths.SPECS / "falsified.json"
@@ -140,7 +140,7 @@ def _killed(fails: Fails, base: Fails) -> dict[str, str]:
 def judge_host(faulty: Mutant, prefix: str | None = None) -> dict[str, Any]:
     """One faulty host at every level: the requirement ids that fail there, with findings
     (`prefix` narrows the checks, as `refsim check PREFIX` does)."""
-    inside = inside_level(run_parts(Target(mutant=faulty), PARTS, prefix))
+    inside = inside_level(run_parts(Target(recipe=faulty), PARTS, prefix))
     return {"host": faulty.name, "breaks": faulty.breaks,
             "levels": {"inside": inside, **outside_levels(faulty, prefix)}}
 
@@ -428,7 +428,7 @@ def killing_program(host: str, seams: Sequence[str]) -> dict[str, Any]:
             lines = [ln for ln in result.pasteable if "teardown" not in ln]
             return {"requirementId": result.requirement_id, "message": result.message,
                     "steps": result.steps, "seed": seed_value,
-                    "program": ["from refsim.check.falsify import outside_machine",
+                    "program": ["from refsim.zoo.falsify import outside_machine",
                                 f"RecordedFixturesMachine = outside_machine({host!r}, "
                                 f"{list(seams)!r})", *lines]}
     return {"requirementId": None, "message": f"the machine found nothing in "
