@@ -296,8 +296,8 @@ def run(*, clients: int = 8, seconds: float = 5.0, json_path: str | None = None,
                 lat[(name, reuse)] = (_pct(values, 0.5), _pct(values, 0.99))
     largest, largest_ms = _largest_host_ms()
     share = d_host / d_floor if d_floor else 0.0
-    ka_ratio = lat[("host", True)][0] / lat[("host", False)][0] \
-        if lat[("host", False)][0] else 0.0
+    ka_ratio = (lat[("host", True)][0] / lat[("host", False)][0]
+        if lat[("host", False)][0] else 0.0)
     rows: list[tuple[str, str, str, str, bool | None]] = [
         ("discovery GET", f"{d_host:8.0f} req/s", f"{d_floor:8.0f} req/s",
          f">= {TARGET_DISCOVERY_SHARE:.0%} of floor: {share:.0%}",

@@ -86,7 +86,7 @@ def tenant_lines(host: SimHost) -> list[str]:
 def _serve(args: argparse.Namespace) -> int:
     from refsim import data_check
     from refsim.host import SimHost
-    from refsim.wire.http import serve_forever
+    from refsim.wire.server import serve_forever
 
     problem = data_check.problem(smoke=True)
     if problem is not None:  # refuse to start rather than answer every request with a 500

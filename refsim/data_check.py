@@ -35,8 +35,8 @@ def problem(smoke: bool = False) -> str | None:
         try:
             load()
         except Exception as exc:  # any failure to load is the one line we print
-            return f"refsim's data does not load: {name} under {paths.ROOT}: " + \
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            return (f"refsim's data does not load: {name} under {paths.ROOT}: " +
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     if smoke:
         return _smoke()
     return None
@@ -52,6 +52,6 @@ def _smoke() -> str | None:
     except Exception as exc:  # the host could not answer at all
         return f"refsim's reference host cannot answer an eval run: {type(exc).__name__}: {exc}"
     if answer.status >= 500:
-        return f"refsim's reference host answers an eval run with {answer.status}: " \
-               f"{answer.body[:200]!r}"
+        return (f"refsim's reference host answers an eval run with {answer.status}: "
+               f"{answer.body[:200]!r}")
     return None

@@ -151,8 +151,8 @@ def _assumptions(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     out = ["| assumption | reading | other readings | flips with --assume |",
            "| --- | --- | --- | --- |"]
     for a in rows:
-        others = ", ".join(f"`{_cell(x['value'])}`" for x in a.get("alternatives") or []) \
-            or "—"
+        others = (", ".join(f"`{_cell(x['value'])}`" for x in a.get("alternatives") or [])
+            or "—")
         out.append(f"| [`{a['id']}`](#{a['id']}) | `{a['default']}` | {others} | "
                    f"{'yes' if a.get('assumable') else 'no'} |")
     out.append("")
@@ -334,8 +334,8 @@ def _falsified() -> list[str]:
                          for level, hosts in row["survivors"].items() if hosts)
         flag = f"**disagrees**: {row['disagreement']}" if row["disagreement"] else ""
         if row["readings"]:
-            gone += ("; " if gone else "") + "left out, contradicting only refsim's reading: " \
-                + ", ".join(f"`{h}`" for h in row["readings"])
+            gone += (("; " if gone else "") + "left out, contradicting only refsim's reading: "
+                + ", ".join(f"`{h}`" for h in row["readings"]))
         out.append(f"| {_cell(row['requirement'])} | {row['rfc']} | {len(row['violators'])} "
                    f"| {at} | {_cell(gone)} | {_cell(flag)} |")
     from refsim.zoo.falsify import register_line, requirement_levels

@@ -119,8 +119,8 @@ def decode_png(data: bytes) -> tuple[int, int, list[bytes]]:
                 b, c = prev[x], prev[x - bpp] if x >= bpp else 0
                 p = a + b - c
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) \
-                    & 255
+                line[x] = ((line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c))
+                    & 255)
         rows.append(bytes(line) if bpp == 3 else bytes(
             v for i, v in enumerate(line) if i % 4 != 3))
         prev = line
@@ -209,8 +209,8 @@ def check_folds(section: Node, folded: Node) -> int:
     (full,) = toggle.find_all("svg", "sequence-all")
     requests = [g for g in full.find_all("g", "step") if g.attrs["data-kind"] == "request"]
     assert sorted(int(g.attrs["data-seq"]) for g in requests) == sorted(story + polled)
-    assert sorted(int(g.attrs["data-seq"]) for g in requests if "poll" in g.classes) \
-        == sorted(polled)
+    assert (sorted(int(g.attrs["data-seq"]) for g in requests if "poll" in g.classes)
+        == sorted(polled))
     return len(polled)
 
 
@@ -222,8 +222,8 @@ def expected_cell(m: dict[str, object], req: str) -> str:
     parts = []
     if isinstance(checker, list) and req in checker:
         parts.append("process")
-    if isinstance(http, dict) and isinstance(http.get("checker"), list) \
-            and req in http["checker"]:
+    if (isinstance(http, dict) and isinstance(http.get("checker"), list)
+            and req in http["checker"]):
         parts.append("http")
     if isinstance(machine, dict) and machine.get("requirementId") == req:
         parts.append("machine")

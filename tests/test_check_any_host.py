@@ -15,8 +15,10 @@ from refsim.check.findings import Disposition, Row
 from refsim.check.observe import DRIFT, KEY_A, KEY_B, SOURCE, Session, eval_body
 from refsim.check.runner import PARTS, Target, run_parts
 from refsim.cli import main
-from refsim.wire.http import HttpClient, RawHandler, background
+from refsim.wire.asgi import RawHandler
+from refsim.wire.httpclient import HttpClient
 from refsim.wire.response import Response
+from refsim.wire.server import background
 from refsim.zoo.faulty import ZOO, mutant
 
 from .machine_runs import checker_rows

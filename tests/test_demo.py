@@ -353,8 +353,8 @@ def test_report_html_draws_every_chapter_the_refusals_and_the_legs(tmp_path: Pat
     svg = {s.attrs["data-chapter"]: s for s in root.find_all("svg", "sequence")}
     badges = [b.text() for b in svg["replay"].find_all("g", "badge")]
     assert badges == ["acme recorded-fixtures = 1 (unchanged)"] * 2
-    assert [b.text() for b in svg["record"].find_all("g", "badge")][-1] == \
-        "acme recorded-fixtures = 1 (unchanged)"
+    assert ([b.text() for b in svg["record"].find_all("g", "badge")][-1] ==
+        "acme recorded-fixtures = 1 (unchanged)")
     assert "acme recorded-fixtures = 1 (moved from 0)" in svg["record"].text()
     desc = svg["drift"].find("desc").text()
     assert "misses (fixture_miss) and reaches no live tool" in desc

@@ -30,8 +30,8 @@ HOST_SOURCES = [*sorted((ROOT / "refsim" / "domain").glob("*.py")),
 
 
 def test_the_committed_reference_is_current() -> None:
-    assert DEFAULT_OUT.read_text(encoding="utf-8") == render(), \
-        "specs/REFERENCE.md is stale: run `refsim doc`"
+    assert DEFAULT_OUT.read_text(encoding="utf-8") == render(), (
+        "specs/REFERENCE.md is stale: run `refsim doc`")
 
 
 def test_doc_check_passes_on_the_committed_file_and_fails_on_a_stale_one(
@@ -104,9 +104,9 @@ def _refusal_codes(files: list[Path]) -> set[str]:
     found = {HostProfile().gone_copy_code}
     for file in files:
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id == "Refusal" and len(node.args) >= 2 \
-                    and isinstance(node.args[1], ast.Constant):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "Refusal" and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant)):
                 found.add(str(node.args[1].value))
     return found
 
@@ -117,14 +117,14 @@ def _tool_error_codes(files: list[Path]) -> set[str]:
     found: set[str] = set()
     for file in files:
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == "err" and node.args \
-                    and isinstance(node.args[0], ast.Constant):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "err" and node.args
+                    and isinstance(node.args[0], ast.Constant)):
                 found.add(str(node.args[0].value))
             if isinstance(node, ast.Dict):
                 for key, value in zip(node.keys, node.values, strict=True):
-                    if isinstance(key, ast.Constant) and key.value == "code" \
-                            and isinstance(value, ast.Constant):
+                    if (isinstance(key, ast.Constant) and key.value == "code"
+                            and isinstance(value, ast.Constant)):
                         found.add(str(value.value))
     return found
 

@@ -46,8 +46,8 @@ def test_canonical_equals_the_plain_walk_then_dump(value: Any) -> None:
 
 
 def test_canonical_writes_integral_floats_as_integers() -> None:
-    assert canonical({"b": [2.0, 1.5, "x.y", -0.0], "a": 1e15}) == \
-        '{"a":1000000000000000,"b":[2,1.5,"x.y",0]}'
+    assert (canonical({"b": [2.0, 1.5, "x.y", -0.0], "a": 1e15}) ==
+        '{"a":1000000000000000,"b":[2,1.5,"x.y",0]}')
     assert canonical(2.0**53) == "9007199254740992.0"  # outside the integer range: kept
 
 

@@ -14,8 +14,8 @@ from refsim.cli import main
 from refsim.testing.fuzz import FuzzTarget, report, run_machine
 from refsim.testing.stateful import RequirementViolated
 from refsim.wire.client import NO_BODY
-from refsim.wire.http import background
 from refsim.wire.response import Response
+from refsim.wire.server import background
 from refsim.zoo.correct import variant
 from refsim.zoo.faulty import mutant
 
@@ -88,8 +88,8 @@ def test_branches_a_host_cannot_reach_are_named_with_why() -> None:
                               shrink=False), out, target)
     assert code == 2
     text = out.getvalue()
-    assert "refusal:erased: the host cannot reach it: the host does not advertise the " \
-           "seam runs:erase" in text
+    assert ("refusal:erased: the host cannot reach it: the host does not advertise the "
+           "seam runs:erase" in text)
 
 
 def _reproduce(header: list[str], program: tuple[str, ...]) -> str | None:
@@ -108,8 +108,8 @@ def test_the_printed_program_reproduces_on_the_faulty_host() -> None:
                          shrink=False)
     assert not result.passed
     header = target.program_header()
-    assert header[-1] == "RecordedFixturesMachine = FuzzTarget(recipe=mutant('serves-miss-live'))" \
-                         ".machine()"
+    assert (header[-1] == "RecordedFixturesMachine = FuzzTarget(recipe=mutant('serves-miss-live'))"
+                         ".machine()")
     assert _reproduce(header, result.pasteable) == result.requirement_id
     # The same program against the reference host passes: it names its target.
     assert _reproduce(FuzzTarget().program_header(), result.pasteable) is None

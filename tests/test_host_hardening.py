@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from refsim import Response, SimHost
-from refsim.check.session import REPLAY, SOURCE, Session, eval_body, run_path
+from refsim.check.observe import REPLAY, SOURCE, Session, eval_body, run_path
 
 KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
 

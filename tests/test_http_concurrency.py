@@ -11,8 +11,10 @@ import pytest
 
 from refsim import SimHost
 from refsim.domain.ids import parse_bound, project
-from refsim.wire.http import HttpClient, RefsimHTTPServer, background, parse_sse
+from refsim.wire.asgi import parse_sse
+from refsim.wire.httpclient import HttpClient
 from refsim.wire.response import Response
+from refsim.wire.server import WireServer, background
 
 KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
 RECORDER = "conformance.eval:recorder"
@@ -24,7 +26,7 @@ COUNTER = "/conformance/seams/eval-counter?key=recorded-fixtures"
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[SimHost, RefsimHTTPServer]]:
+def served() -> Iterator[tuple[SimHost, WireServer]]:
     host = SimHost(seed=0)
     with background(host) as server:
         yield host, server
@@ -103,8 +105,8 @@ def test_concurrent_replays_and_refusals(served: Any) -> None:
     assert len(created) == THREADS * ROUNDS
     assert len(host.core.runs) == runs_before + THREADS * ROUNDS
     # no live call: the counter seam did not move for either tenant
-    assert {k: client.request("GET", COUNTER, api_key=k).json["count"] for k in sources} == \
-        counters
+    assert ({k: client.request("GET", COUNTER, api_key=k).json["count"] for k in sources} ==
+        counters)
     # every refusal is the same bytes, and the same as in process
     in_process = host.request("POST", "/runs", api_key=KEY_A,
                               json=body({"record": sources[KEY_B]}))

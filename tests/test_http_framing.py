@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from refsim import SimHost, schemas
 from refsim.domain.ids import project
 from refsim.wire.errors import is_registered
-from refsim.wire.http import HttpClient, WireServer, background
+from refsim.wire.httpclient import HttpClient
 from refsim.wire.response import Response
+from refsim.wire.server import WireServer, background
 from refsim.wire.server import background as background_with
 
 KEY_A = "hk_test_acme"
@@ -304,8 +305,8 @@ def test_no_wire_module_imports_the_host() -> None:
     for file in sorted(wire.glob("*.py")):
         tree = ast.parse(file.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n == "refsim.host" or n.startswith("refsim.host.")
                            for n in names), file.name
 

@@ -6,7 +6,8 @@ import pytest
 
 from refsim import SimHost
 from refsim.testing.fuzz import run_machine
-from refsim.wire.http import HttpClient, background
+from refsim.wire.httpclient import HttpClient
+from refsim.wire.server import background
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from refsim import SimHost
-from refsim.wire.http import RefsimHTTPServer, background
+from refsim.wire.server import WireServer, background
 
 openwop_client = pytest.importorskip("openwop_client")
 from openwop_client import OpenwopClient, WopError  # noqa: E402
@@ -27,7 +27,7 @@ DRIFT = "conformance-eval-recorded-drift"
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[SimHost, RefsimHTTPServer]]:
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[SimHost, WireServer]]:
     # The SDK's urllib honours proxy variables; the loopback must never go through one.
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.setenv(name, "127.0.0.1,localhost,::1")
@@ -37,7 +37,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[SimHost, RefsimHTT
     assert server.handler_errors == []
 
 
-def sdk(server: RefsimHTTPServer, key: str = KEY_A) -> Any:
+def sdk(server: WireServer, key: str = KEY_A) -> Any:
     return OpenwopClient(base_url=server.url, api_key=key, timeout=10)
 
 

@@ -16,21 +16,22 @@ import pytest
 from refsim import SimHost, schemas
 from refsim.wire.client import NO_BODY
 from refsim.wire.errors import is_registered
-from refsim.wire.http import HttpClient, RefsimHTTPServer, background
+from refsim.wire.httpclient import HttpClient
 from refsim.wire.limits import MAX_BODY_BYTES
 from refsim.wire.response import Response
+from refsim.wire.server import WireServer, background
 
 KEY_A = "hk_test_acme"
 
 
 @pytest.fixture(scope="module")
-def _server() -> Iterator[RefsimHTTPServer]:
+def _server() -> Iterator[WireServer]:
     with background(SimHost(seed=0)) as server:
         yield server
 
 
 @pytest.fixture
-def served(_server: RefsimHTTPServer) -> Iterator[tuple[RefsimHTTPServer, HttpClient]]:
+def served(_server: WireServer) -> Iterator[tuple[WireServer, HttpClient]]:
     """The module's server (no test here needs a fresh host, and a shutdown costs 0.2 s) and
     a new client; after each test it still serves, and no request failed in the handler."""
     before = len(_server.handler_errors)
@@ -53,12 +54,12 @@ def assert_response(r: Response, expected: tuple[int, str]) -> None:
     assert_envelope(r.status, r.headers, r.json, expected)
 
 
-def assert_still_serving(server: RefsimHTTPServer) -> None:
+def assert_still_serving(server: WireServer) -> None:
     r = HttpClient(server.url).request("GET", "/.well-known/openwop")
     assert r.status == 200 and r.json["preferredVersion"] == "2.0"
 
 
-def raw(server: RefsimHTTPServer, data: bytes, *, half_close: bool = False
+def raw(server: WireServer, data: bytes, *, half_close: bool = False
         ) -> tuple[int, dict[str, str], Any] | None:
     """Send bytes on a fresh socket; the parsed answer, or None when the server said nothing."""
     sock = socket.create_connection(server.address, timeout=10)
@@ -77,7 +78,7 @@ def raw(server: RefsimHTTPServer, data: bytes, *, half_close: bool = False
         sock.close()
 
 
-def post_bytes(server: RefsimHTTPServer, body: bytes, content_type: str | None,
+def post_bytes(server: WireServer, body: bytes, content_type: str | None,
                path: str = "/runs") -> tuple[int, dict[str, str], Any]:
     headers = {"Authorization": f"Bearer {KEY_A}"}
     if content_type is not None:
@@ -349,7 +350,7 @@ def test_a_request_the_client_cannot_send_leaves_the_next_one_as_asked(value: st
     """A header value that cannot go on the wire (a line break, a character outside
     Latin-1) fails that request alone: nothing of it is sent ahead of the next request on
     the same client, which is answered as it would have been."""
-    from refsim.wire.http import HostUnreachable
+    from refsim.wire.httpclient import HostUnreachable
     with background(SimHost(seed=0)) as server:
         client = HttpClient(server.url)
         with pytest.raises(HostUnreachable):

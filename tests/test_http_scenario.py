@@ -6,7 +6,8 @@ from typing import Any
 
 from refsim import SimHost
 from refsim.check.scenario import LATENCY, ScenarioConfig, run_scenario
-from refsim.wire.http import HttpClient, background
+from refsim.wire.httpclient import HttpClient
+from refsim.wire.server import background
 
 KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
 

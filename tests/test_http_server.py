@@ -21,7 +21,9 @@ from refsim import __version__ as refsim_version
 from refsim.cli_http import main as serve_main
 from refsim.cli_http import parse_tenant
 from refsim.domain.ids import project
-from refsim.wire.http import HostUnreachable, HttpClient, RefsimHTTPServer, background, parse_sse
+from refsim.wire.asgi import parse_sse
+from refsim.wire.httpclient import HostUnreachable, HttpClient
+from refsim.wire.server import WireServer, background
 
 KEY_A, KEY_B = "hk_test_acme", "hk_test_globex"
 RECORDER = "conformance.eval:recorder"
@@ -31,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[SimHost, RefsimHTTPServer, HttpClient]]:
+def served() -> Iterator[tuple[SimHost, WireServer, HttpClient]]:
     host = SimHost(seed=0)
     with background(host) as server:
         yield host, server, HttpClient(server.url)
@@ -80,8 +82,8 @@ def test_discovery_etag_and_304_carry_the_protocol_version(served: Any) -> None:
 
 def test_server_header_names_refsim(served: Any) -> None:
     _, _, client = served
-    assert client.request("GET", "/.well-known/openwop").header("Server") == \
-        f"refsim/{refsim_version}"
+    assert (client.request("GET", "/.well-known/openwop").header("Server") ==
+        f"refsim/{refsim_version}")
 
 
 def test_unsupported_major_version_is_406(served: Any) -> None:
@@ -177,7 +179,7 @@ def test_sse_frames_and_last_event_id_resume(served: Any) -> None:
     assert bad.status == 400 and bad.json["error"] == "validation_error"
 
 
-def _open_stream(server: RefsimHTTPServer, run_id: str, headers: dict[str, str] | None = None
+def _open_stream(server: WireServer, run_id: str, headers: dict[str, str] | None = None
                  ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
     conn = http.client.HTTPConnection(server.address[0], server.address[1], timeout=10)
     conn.request("GET", f"/runs/{project(run_id)}/events", headers={

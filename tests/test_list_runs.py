@@ -157,12 +157,12 @@ def test_filters_by_workflow_id_and_status(host: SimHost) -> None:
 
     waiting = listed(host, KEY_A, "?status=waiting-input").json["runs"]
     assert [run["runId"] for run in waiting] == [wait[0], wait[2]]
-    assert [run["runId"] for run in listed(host, KEY_A, "?status=cancelled").json["runs"]] \
-        == [cancelled]
+    assert ([run["runId"] for run in listed(host, KEY_A, "?status=cancelled").json["runs"]]
+        == [cancelled])
     both = listed(host, KEY_A, "?workflowId=conformance-noop&status=completed").json["runs"]
     assert [run["runId"] for run in both] == noop
-    assert listed(host, KEY_A, "?workflowId=conformance-noop&status=cancelled").json \
-        == {"runs": []}
+    assert (listed(host, KEY_A, "?workflowId=conformance-noop&status=cancelled").json
+        == {"runs": []})
     assert listed(host, KEY_A, "?workflowId=no-such-workflow").json == {"runs": []}
 
     # paging under a filter keeps it: the cursor resumes among the matching runs

@@ -112,8 +112,8 @@ def test_the_machine_mark_is_the_shrunk_count_and_the_hover_says_from_what() -> 
                                       "shrinkNote": "not shrunk: the shrink run found no "
                                                     "failure"})
     assert mark == "M22"
-    assert "in 22 step(s) (not shrunk: the shrink run found no failure; found in 22)" \
-        in not_shrunk
+    assert ("in 22 step(s) (not shrunk: the shrink run found no failure; found in 22)"
+        in not_shrunk)
     mark, unasked = _machine_cell({**kill, "steps": 22, "shrinkBudget": 0, "shrunk": False})
     assert mark == "M22" and "in 22 step(s): differ" in unasked
 

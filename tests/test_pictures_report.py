@@ -89,12 +89,12 @@ def test_every_chapter_figure_tells_its_folds(page: pages.Node) -> None:
     assert counts == {"tenants": 0, "record": 6, "replay": 6, "drift": 10, "refusals": 0,
                       "fields": 0, "erasure": 6}
     desc = folded["drift"].find("desc").text()
-    assert "The checker polls the host 2 time(s) only to observe (GET /.well-known/openwop" \
-        in desc and "misses (fixture_miss)" in desc
+    assert ("The checker polls the host 2 time(s) only to observe (GET /.well-known/openwop"
+        in desc and "misses (fixture_miss)" in desc)
     (full,) = page.find_all("svg", "sequence-all", where=lambda n: n.attrs.get(
         "data-chapter") == "drift")
-    assert "The checker polls: acme, without an API key, sends GET /.well-known/openwop" \
-        in full.find("desc").text()
+    assert ("The checker polls: acme, without an API key, sends GET /.well-known/openwop"
+        in full.find("desc").text())
 
 
 @pytest.mark.parametrize("raw", [

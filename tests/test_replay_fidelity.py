@@ -116,8 +116,8 @@ def test_drift_fails_closed_and_moves_no_counter(host: SimHost) -> None:
     scored = payloads(host, drift, "eval.scored")[0]
     assert (scored["fixtureMissCount"], scored["passed"]) == (1, False)
     s = summary(host, drift)
-    assert (s["tasks"][0]["fixtureMissCount"], s["tasks"][0]["passed"], s["passed"]) == \
-        (1, False, False)
+    assert ((s["tasks"][0]["fixtureMissCount"], s["tasks"][0]["passed"], s["passed"]) ==
+        (1, False, False))
     completed = payloads(host, drift, "eval.completed")[0]
     assert completed["passed"] is False
     # the drifted inc missed; the unchanged read was still served its recorded answer

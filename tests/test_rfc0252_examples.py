@@ -110,8 +110,8 @@ def test_row1_completed_run_gives_201_echo_and_recorded_answers(advertising_host
     assert served == recorded  # the recorded answers, not live ones
     assert refunds(host) == live_refunds and len(host.core.gateway.egress) == egress
     scored = payloads(evs, "eval.scored")[0]
-    assert (scored["taskId"], scored["passed"], scored["fixtureMissCount"]) == \
-        ("refund-flow", True, 0)
+    assert ((scored["taskId"], scored["passed"], scored["fixtureMissCount"]) ==
+        ("refund-flow", True, 0))
 
 
 def test_row2_changed_agent_misses_fails_and_runs_no_live_tool(advertising_host: SimHost

@@ -772,8 +772,8 @@ def test_E_fork_does_not_resolve_the_source_again(host: SimHost, mode: str) -> N
     original = of_type(events(host, rid), "agent.tool-returned")
     forked = of_type(events(host, f.json["runId"]), "agent.tool-returned")
     assert [p.get("outcome") for p in forked] == [p.get("outcome") for p in original]
-    assert of_type(events(host, f.json["runId"]), "eval.started")[0]["fixtureRuns"] == \
-        {"record": source}
+    assert (of_type(events(host, f.json["runId"]), "eval.started")[0]["fixtureRuns"] ==
+        {"record": source})
     # a fork of the fork still reads the stored copy
     again = fork(host, f.json["runId"], mode)
     assert again.status == 201
@@ -786,8 +786,8 @@ def test_E_replay_fork_rereads_the_recorded_events(host: SimHost) -> None:
     f = fork(host, rid, "replay")
     assert f.status == 201
     original, replayed = events(host, rid), events(host, f.json["runId"])
-    assert [(e["type"], e["payload"]) for e in replayed] == \
-        [(e["type"], e["payload"]) for e in original]
+    assert ([(e["type"], e["payload"]) for e in replayed] ==
+        [(e["type"], e["payload"]) for e in original])
 
 
 @pytest.mark.parametrize("mode", ["replay", "branch"])
@@ -806,8 +806,8 @@ def test_E_fork_after_source_erasure_refused_and_runs_nothing(host: SimHost, mod
         assert is_registered(r.json["error"], 404)
         assert schemas.is_valid("error-envelope.schema.json", r.json)
     assert host.core.resolutions == resolved
-    assert (counter(host), host.core.gateway.live_calls, len(host.core.runs)) == \
-        (live, calls, runs)
+    assert ((counter(host), host.core.gateway.live_calls, len(host.core.runs)) ==
+        (live, calls, runs))
 
 
 def test_E_fork_of_an_eval_without_fixture_runs_is_unaffected_by_erasure(host: SimHost

@@ -195,14 +195,14 @@ def near_miss(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
         path = draw(st.sampled_from(fields))
         _set(body, path, draw(WRONG[path]))
     elif how == "extra":
-        body[draw(st.text(min_size=1, max_size=10).filter(lambda k: k not in KNOWN_KEYS))] = \
-            draw(JSON)
+        value = draw(JSON)  # drawn first, as an assignment evaluates its value first
+        body[draw(st.text(min_size=1, max_size=10).filter(lambda k: k not in KNOWN_KEYS))] = value
     else:  # an unknown member of a closed nested object, or of the fixtureRuns map
         if kind == "workflow":
             body["configurable"]["z" + draw(st.text(max_size=5))] = draw(JSON)
         elif kind == "eval":
-            body["fixtureRuns"][draw(st.text(max_size=8).filter(lambda k: k != "record"))] = \
-                WORLD.source
+            key = draw(st.text(max_size=8).filter(lambda k: k != "record"))
+            body["fixtureRuns"][key] = WORLD.source
         else:
             body["evalModes"] = [*body["evalModes"], draw(st.sampled_from(["x", "live"]))]
     return kind, how, body
@@ -403,8 +403,8 @@ def test_regression_tenant_seam_accepts_a_trailing_newline() -> None:
     if r.status == 201:
         run = host.request("POST", "/runs", api_key="hk_test_evil",
                            json={"workflowId": "conformance-noop"})
-        assert schemas.is_valid("ids.schema.json#/$defs/runId", run.json["runId"]) and \
-            BOUND_RE.match(run.json["runId"]) and "\n" not in run.json["runId"]
+        assert (schemas.is_valid("ids.schema.json#/$defs/runId", run.json["runId"]) and
+            BOUND_RE.match(run.json["runId"]) and "\n" not in run.json["runId"])
         assert host.request("GET", run.json["eventsUrl"] + "/poll",
                             api_key="hk_test_evil").status == 200
     assert r.status == 400, r.body

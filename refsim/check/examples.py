@@ -245,8 +245,8 @@ class Example:
         for action in self.actions:
             if action.kind == "create_workflow":
                 needed.add(str(action.args["workflow"]))
-            elif action.kind in ("register_suite", "create_eval") \
-                    and isinstance(action.args.get("suite"), str):
+            elif (action.kind in ("register_suite", "create_eval")
+                    and isinstance(action.args.get("suite"), str)):
                 needed |= catalog.suite_needs(str(action.args["suite"]))
         return needed
 
@@ -259,8 +259,8 @@ class Example:
             return (f"it states a fact about the {self.profile!r} profile of the built-in "
                     "host, which a host behind HTTP cannot be switched to")
         registry = load_registry()
-        requirement = registry.requirement(self.requirement_id) \
-            if self.requirement_id in registry else None
+        requirement = (registry.requirement(self.requirement_id)
+            if self.requirement_id in registry else None)
         if requirement is not None and requirement.witness == "unwitnessable":
             return (f"its requirement ({requirement.short}) is unwitnessable from outside: "
                     "what it claims never reaches the wire, so only the simulator's inside "
@@ -694,8 +694,8 @@ def _counter_keys(value: Any) -> Iterable[str]:
     """The live-counter keys named anywhere in `value` (script steps calling the counter)."""
     if isinstance(value, dict):
         args = value.get("args")
-        if value.get("call") == COUNTER_TOOL and isinstance(args, dict) \
-                and isinstance(args.get("key"), str):
+        if (value.get("call") == COUNTER_TOOL and isinstance(args, dict)
+                and isinstance(args.get("key"), str)):
             yield args["key"]
         for v in value.values():
             yield from _counter_keys(v)
@@ -935,8 +935,8 @@ class _RowRun:
         finished, and a source still running is rightly refused (§C): each captured run a
         request names as a source is read by its owner until it settles (terminal, or
         waiting for someone) first."""
-        named = list((args.get("fixture_runs") or {}).values()) \
-            if isinstance(args.get("fixture_runs"), dict) else []
+        named = (list((args.get("fixture_runs") or {}).values())
+            if isinstance(args.get("fixture_runs"), dict) else [])
         extra = args.get("extra")
         if isinstance(extra, dict):
             named.append(extra.get("baselineRunId"))
@@ -1011,8 +1011,8 @@ class _RowRun:
 
     def capture(self, action: Action, response: Response) -> None:
         body = response.json
-        if response.status in (200, 201) and isinstance(body, dict) \
-                and isinstance(body.get("runId"), str):
+        if (response.status in (200, 201) and isinstance(body, dict)
+                and isinstance(body.get("runId"), str)):
             rid = parse_bound(body["runId"])
             if rid is not None:
                 self.tenant_names.setdefault(action.tenant, rid.tenant)
@@ -1022,8 +1022,8 @@ class _RowRun:
         if action.kind == "add_tenant":
             self.keys[name] = f"{action.args['api_key']}-{self.tag}"
             return
-        if response.status in (200, 201) and isinstance(body, dict) \
-                and isinstance(body.get("runId"), str):
+        if (response.status in (200, 201) and isinstance(body, dict)
+                and isinstance(body.get("runId"), str)):
             self.runs[name] = body["runId"]
             self.owners[name] = action.tenant
 

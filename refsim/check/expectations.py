@@ -296,8 +296,8 @@ class OutcomesEqualSource(Expectation):
     def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
               tenant: str, agent: str) -> list[Finding]:
         source = [event for ref in value for event in ctx.events_of(ref)]
-        if not judges.outcomes_on_wire(source, agent) \
-                and not judges.outcomes_on_wire(obs.events, agent):
+        if (not judges.outcomes_on_wire(source, agent)
+                and not judges.outcomes_on_wire(obs.events, agent)):
             raise inapplicable(f"{agent}'s lane carries no outcome or error on the wire "
                                "(argsHash alone, RFC 0252 §C), so the outcomes cannot be "
                                "compared there")
@@ -343,8 +343,8 @@ class CounterUnchanged(Expectation):
         items = value if isinstance(value, list) else [value]
         out = []
         for item in items:
-            if not isinstance(item, dict) or not isinstance(item.get("key"), str) \
-                    or set(item) - {"key", "tenant"}:
+            if (not isinstance(item, dict) or not isinstance(item.get("key"), str)
+                    or set(item) - {"key", "tenant"}):
                 raise Invalid(f"{where}: each counter is {{key, tenant?}}, got {item!r}")
             tenant = item.get("tenant", action.tenant)
             if not isinstance(tenant, str) or tenant not in p.tenants:
@@ -382,8 +382,8 @@ class EventIncludes(Expectation):
     reads_run = True
 
     def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        if not isinstance(value, dict) or not isinstance(value.get("type"), str) \
-                or set(value) - {"type", "payload"}:
+        if (not isinstance(value, dict) or not isinstance(value.get("type"), str)
+                or set(value) - {"type", "payload"}):
             raise Invalid(f"{where}: must be {{type, payload?}}, got {value!r}")
         return value
 
@@ -638,8 +638,8 @@ class DerivedEntries(Expectation):
     inside = True
 
     def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        if not isinstance(value, dict) or set(value) != {"source", "task", "entries"} \
-                or not isinstance(value["task"], str) or not isinstance(value["entries"], list):
+        if (not isinstance(value, dict) or set(value) != {"source", "task", "entries"}
+                or not isinstance(value["task"], str) or not isinstance(value["entries"], list)):
             raise Invalid(f"{where}: must be {{source, task, entries: [...]}}")
         return {**value, "source": p.run_ref(value["source"], where)}
 
@@ -676,8 +676,8 @@ class DerivedCopies(Expectation):
     inside = True
 
     def parse(self, p: Parser, action: Any, value: Any, where: str) -> Any:
-        if not isinstance(value, dict) or set(value) != {"source", "count"} \
-                or not isinstance(value["count"], int):
+        if (not isinstance(value, dict) or set(value) != {"source", "count"}
+                or not isinstance(value["count"], int)):
             raise Invalid(f"{where}: must be {{source, count}}")
         return {**value, "source": p.run_ref(value["source"], where)}
 

@@ -373,11 +373,10 @@ R_NO_EGRESS = req_id("0252.no-egress-credential")
 R_NO_RERESOLVE = req_id("0252.fork-no-reresolve")
 R_COPY_ERASED = req_id("0252.copy-erased-with-source")
 R_GONE_COPY = req_id("0252.gone-copy-refused")
-R_ECHO = req_id("0252.echo-verbatim")
 R_FACET = req_id("0252.facet-implies-matching")
 R_NEVER_ON_WIRE = req_id("0252.derived-never-on-wire")
-AGENT_CALL, WAIT_INPUT, NOOP = "conformance-agent-call", "conformance-wait-input", \
-    "conformance-noop"
+AGENT_CALL, WAIT_INPUT, NOOP = ("conformance-agent-call", "conformance-wait-input",
+    "conformance-noop")
 VAULT_FIXTURE = "refsim-tool-vault"
 
 
@@ -559,8 +558,8 @@ def check_summary_content_free(probe: Probe) -> list[Finding]:
     if source.run_id is None:
         return out
     # The held calls, where the inside shows them; else the wire of the recorder lane.
-    held: Any = probe.inspector.held_calls(source.run_id) if probe.inspector else \
-        source.events
+    held: Any = (probe.inspector.held_calls(source.run_id) if probe.inspector else
+        source.events)
     if probe.inspector is None and not judges.outcomes_on_wire(source.events, RECORDER):
         raise inapplicable("the recorder's lane carries no outcome on the wire, so the "
                            "content to look for is not there to find")
@@ -670,8 +669,8 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
     out.append(judges.no_secret_in(req, mine, secrets, "the replay's derived entries"))
     out.append(judges.no_secret_in(req, [e for *_, e in inspector.copies()], secrets,
                                    "every stored derived copy"))
-    wire = [obs.response.json for obs in (source, replay)] + \
-        [source.events, replay.events, replay.summary]
+    wire = ([obs.response.json for obs in (source, replay)] +
+        [source.events, replay.events, replay.summary])
     out.append(judges.no_secret_in(req, wire, secrets, "responses, events and the summary"))
     return out
 
@@ -747,8 +746,8 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
     a, inspector = probe.a, probe.inspector
     assert inspector is not None
     suite = probe.suite(ERASURE_SUITE)
-    s1, s2 = a.agent_run(_script(ERASURE_SUITE, "doomed")), \
-        a.agent_run(_script(ERASURE_SUITE, "kept"))
+    s1, s2 = (a.agent_run(_script(ERASURE_SUITE, "doomed")),
+        a.agent_run(_script(ERASURE_SUITE, "kept")))
     out = _controls(req, s1, "the source to erase") + _controls(req, s2, "the source to keep")
     if s1.run_id is None or s2.run_id is None:
         return out

@@ -142,8 +142,8 @@ def refused(req: str, response: Response, what: str, *, status: int = 400,
     """Status, code, and a well-formed registered-code envelope."""
     body = response.json if isinstance(response.json, dict) else {}
     got = body.get("error")
-    answered = f"{response.status} {got}" if got is not None else \
-        f"{response.status}, no error code"
+    answered = (f"{response.status} {got}" if got is not None else
+        f"{response.status}, no error code")
     out = [check(req, response.status == status and got == code,
                  f"{what}: expected {status} {code}, got {answered}", _obs(response))]
     if response.status >= 400:
@@ -378,9 +378,9 @@ def uniform(req: str, responses: Sequence[tuple[str, Response]], *, exact: bool,
     labels = ", ".join(label for label, _ in responses)
     if len(responses) < 2:
         return fail(req, f"uniformity needs at least two refusals to compare, had {labels}")
-    how = "identical (status, headers but Date, body bytes" + (
-        ", less what varies on every answer)" if noise else ")") if exact else \
-        "the same status and code"
+    how = ("identical (status, headers but Date, body bytes" + (
+        ", less what varies on every answer)" if noise else ")") if exact else
+        "the same status and code")
     detail = "" if len(distinct) == 1 else ": " + _difference(
         [r for _, r in responses], exact, noise)
     return check(req, len(distinct) == 1,
@@ -577,8 +577,8 @@ def outcomes_on_wire(events: Sequence[Mapping[str, Any]], agent_id: str) -> bool
     argsHash and no outcome, does not: its replay is witnessed by the counter alone)."""
     for e in of_type(events, "agent.tool-returned"):
         payload = e.get("payload")
-        if isinstance(payload, dict) and payload.get("agentId") == agent_id \
-                and ("outcome" in payload or "error" in payload):
+        if (isinstance(payload, dict) and payload.get("agentId") == agent_id
+                and ("outcome" in payload or "error" in payload)):
             return True
     return False
 
@@ -1076,8 +1076,8 @@ def no_new_runs(req: str, before: Mapping[str, str | None] | Sequence[str] | Non
     new = sorted(set(shown) - set(before))
     counted = [r for r in new if shown[r] is None or shown[r] not in unrelated]
     aside = len(new) - len(counted)
-    note = f"; {aside} new run(s) of other workflows set aside as other traffic" if aside \
-        else ""
+    note = (f"; {aside} new run(s) of other workflows set aside as other traffic" if aside
+        else "")
     return check(req, not counted, f"{what}: the run list gained no run ({len(shown)} listed"
                  f"{note})" if not counted else f"{what}: the run list gained "
                  f"{len(counted)} run(s) across the refusal: {', '.join(counted[:2])}",

@@ -136,9 +136,6 @@ class Inspector(Protocol):
         """Take a run out of the host, as a host that deletes runs would."""
         ...
 
-    def known_runs(self) -> list[tuple[str, str]]:
-        """(run id, owner's API key) of every run the host holds."""
-        ...
 
 
 @attrs.define
@@ -194,10 +191,6 @@ class SimInspector:
         rid = parse_bound(run_id)
         return rid is not None and self._core.runs.pop(rid, None) is not None
 
-    def known_runs(self) -> list[tuple[str, str]]:
-        keys = {t.name: k for k, t in self._core.tenants.items()}
-        return [(rid.bound, keys[run.owner.tenant]) for rid, run in self._core.runs.items()
-                if run.owner.tenant in keys]
 
 
 def inspector_of(client: HostClient) -> Inspector | None:
@@ -227,8 +220,8 @@ class Observed:
     @property
     def run_id(self) -> str | None:
         body = self.response.json
-        if self.response.status in (200, 201) and isinstance(body, dict) \
-                and isinstance(body.get("runId"), str):
+        if (self.response.status in (200, 201) and isinstance(body, dict)
+                and isinstance(body.get("runId"), str)):
             return str(body["runId"])
         return None
 
@@ -273,11 +266,11 @@ class Surface:
             return Surface(False, discovery.status)
         conformance = doc.get("conformance")
         listed = conformance.get("seams") if isinstance(conformance, dict) else None
-        seams = frozenset(s for s in listed if isinstance(s, str)) \
-            if isinstance(listed, list) else frozenset()
+        seams = (frozenset(s for s in listed if isinstance(s, str))
+            if isinstance(listed, list) else frozenset())
         fixtures = doc.get("fixtures")
-        seeded = frozenset(f for f in fixtures if isinstance(f, str)) \
-            if isinstance(fixtures, list) else frozenset()
+        seeded = (frozenset(f for f in fixtures if isinstance(f, str))
+            if isinstance(fixtures, list) else frozenset())
         families = frozenset(k for k, v in doc.items()
                              if isinstance(v, dict) and "status" in v and "since" in v)
         return Surface(True, 200, seams, seeded, dict(eval_suite_facet(doc)), families)
@@ -352,11 +345,11 @@ class Session:
 
     def create(self, body: Any) -> Response:
         response = self.request("POST", "/runs", json=body)
-        if response.status == 201 and isinstance(response.json, dict) \
-                and isinstance(response.json.get("runId"), str) and isinstance(body, dict) \
-                and _keyable(self.client):  # what the checker made, to tell in a listing
-            _MADE.setdefault(self.client, {})[response.json["runId"]] = \
-                "eval" if body.get("mode") == "eval" else str(body.get("workflowId"))
+        if (response.status == 201 and isinstance(response.json, dict)
+                and isinstance(response.json.get("runId"), str) and isinstance(body, dict)
+                and _keyable(self.client)):  # what the checker made, to tell in a listing
+            _MADE.setdefault(self.client, {})[response.json["runId"]] = (
+                "eval" if body.get("mode") == "eval" else str(body.get("workflowId")))
         return response
 
     def discovery(self) -> Response:
@@ -751,8 +744,8 @@ def keys_refused(client: HostClient, api_key: str, tenant_b_key: str | None) -> 
     if fixture is None:
         return None
     made = a.create(eval_body(SOURCE) if fixture == SOURCE else {"workflowId": fixture})
-    run_id = made.json.get("runId") if made.status == 201 and isinstance(made.json, dict) \
-        else None
+    run_id = (made.json.get("runId") if made.status == 201 and isinstance(made.json, dict)
+        else None)
     if isinstance(run_id, str) and client.request("GET", run_path(run_id),
                                                   api_key=tenant_b_key).status == 200:
         return ("the two keys name one tenant (the key given as --tenant-b-api-key reads a "

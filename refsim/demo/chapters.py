@@ -108,8 +108,8 @@ def brief(event: Mapping[str, Any]) -> str:
         else:
             detail = f"{p.get('status')} (no outcome on the wire)"
     elif kind in ("eval.scored", "eval.completed"):
-        keys = ("taskId", "passed", "fixtureMissCount") if kind == "eval.scored" else \
-            ("passed", "passedCount", "taskCount", "fixtureMissCount")
+        keys = (("taskId", "passed", "fixtureMissCount") if kind == "eval.scored" else
+            ("passed", "passedCount", "taskCount", "fixtureMissCount"))
         detail = " ".join(f"{k}={compact(p[k])}" for k in keys if k in p)
     elif kind == "run.started":
         detail = str(p.get("workflowId", ""))
@@ -292,8 +292,8 @@ class Demo:
         r = self.a.discovery()
         facet = eval_suite_facet(r.json)
         first = ("recordedFixtures", "fixtureMatching")
-        shown = {k: facet[k] for k in first if k in facet} | \
-            {k: v for k, v in facet.items() if k not in first}
+        shown = ({k: facet[k] for k in first if k in facet} |
+            {k: v for k, v in facet.items() if k not in first})
         self.show(c, self.last(), answer="agents.evalSuite = " + compact(shown) if shown
                   else "agents.evalSuite is not advertised")
         self.judge(c, judges.facet_implies_matching(SHAPE, r.json))
@@ -428,8 +428,8 @@ class Demo:
                 self.unknown_body = r.body
             digest = hashlib.sha256(r.body).hexdigest()[:12]
             self.say(c, f"  {label:<36} {run_id:<32} ← {r.status} body sha256 {digest}…")
-            req = UNIFORM if label == "globex's run" else \
-                NON_TERMINAL if label == "a run still waiting" else REFUSED
+            req = (UNIFORM if label == "globex's run" else
+                NON_TERMINAL if label == "a run still waiting" else REFUSED)
             self.judge_as(c, [*judges.refused(req, r, label),
                               judges.no_echo(req, r, [run_id], label)],
                           f"{label}: 400 validation_error, a registered envelope, "

@@ -186,9 +186,9 @@ class Derivation:
         for x in exchanges:
             for e in x.events:
                 events.setdefault(str(e.get("runId")), []).append(e)
-            if x.method == "POST" and x.path == "/runs" and x.status == 201 \
-                    and isinstance(x.body, dict) and isinstance(x.response, dict) \
-                    and isinstance(x.body.get("fixtureRuns"), dict):
+            if (x.method == "POST" and x.path == "/runs" and x.status == 201
+                    and isinstance(x.body, dict) and isinstance(x.response, dict)
+                    and isinstance(x.body.get("fixtureRuns"), dict)):
                 self.sources[str(x.response.get("runId"))] = [
                     str(v) for v in x.body["fixtureRuns"].values()]
         # What each run recorded: (tool, inputs) -> the answers it got, as the wire showed.
@@ -211,8 +211,8 @@ class Derivation:
         observation of the same counter (steps are read in the demo's order)."""
         before = self.seen.get((tenant, key))
         self.seen[(tenant, key)] = count
-        change = "first reading" if before is None else "unchanged" if before == count \
-            else f"moved from {before}"
+        change = ("first reading" if before is None else "unchanged" if before == count
+            else f"moved from {before}")
         return f"{tenant} {key} = {count} ({change})"
 
     def poll(self, x: Exchange) -> str | None:
@@ -251,15 +251,15 @@ class Derivation:
         ran the live tool and happened to return the recorded answer would be drawn as
         served; the seam reading after the run then shows the counter moved.
         """
-        if call.status != "ok" and isinstance(call.answer, dict) \
-                and call.answer.get("code") == "fixture_miss":
+        if (call.status != "ok" and isinstance(call.answer, dict)
+                and call.answer.get("code") == "fixture_miss"):
             return "miss"
         named = self.sources.get(call.run)
         if named is None:
             return "live"
         fact = (call.key, call.status, _canon(call.answer))
-        return "recording" if any(fact in self.recorded.get(s, set()) for s in named) \
-            else "unrecorded"
+        return ("recording" if any(fact in self.recorded.get(s, set()) for s in named)
+            else "unrecorded")
 
 
 def _tenant_lane(x: Exchange) -> str:
@@ -285,8 +285,8 @@ def _body_line(d: Derivation, body: Any) -> str:
     rest = {k: v for k, v in body.items()
             if k not in ("mode", "evalSuiteRef", "workflowId", "fixtureRuns", "agentId")}
     for k, v in sorted(rest.items()):  # nested values by their keys only: hover has none
-        shown = "{" + ", ".join(map(str, v)) + "}" if isinstance(v, dict) else \
-            "[…]" if isinstance(v, list) else d.label(_canon(v))
+        shown = ("{" + ", ".join(map(str, v)) + "}" if isinstance(v, dict) else
+            "[…]" if isinstance(v, list) else d.label(_canon(v)))
         parts.append(f"{k} {shown}")
     return " · ".join(parts)
 
@@ -319,10 +319,10 @@ def _answer(d: Derivation, x: Exchange) -> tuple[tuple[str, ...], str, str | Non
         tasks = r.get("tasks")
         tasks = tasks if isinstance(tasks, list) else []
         misses = [t.get("fixtureMissCount") for t in tasks if isinstance(t, dict)]
-        text = f"{x.status} passed={_canon(r.get('passed'))} fixtureMissCount=" + \
-            ",".join(str(m) for m in misses)
-        return (text,), f"The eval summary: passed {_canon(r.get('passed'))}, " \
-            f"fixtureMissCount {','.join(str(m) for m in misses)}.", None
+        text = (f"{x.status} passed={_canon(r.get('passed'))} fixtureMissCount=" +
+            ",".join(str(m) for m in misses))
+        return ((text,), f"The eval summary: passed {_canon(r.get('passed'))}, "
+            f"fixtureMissCount {','.join(str(m) for m in misses)}.", None)
     if path == "/.well-known/openwop":
         agents = r.get("agents")
         agents = agents if isinstance(agents, dict) else {}
@@ -357,8 +357,8 @@ def _call_step(d: Derivation, x: Exchange, call: Call) -> Step:
         got = _canon(answer)
     state = d.classify(call)
     badge = None
-    if state in ("live", "unrecorded") and call.tool == COUNTER_TOOL and call.status == "ok" \
-            and isinstance(answer, dict) and isinstance(answer.get("count"), int):
+    if (state in ("live", "unrecorded") and call.tool == COUNTER_TOOL and call.status == "ok"
+            and isinstance(answer, dict) and isinstance(answer.get("count"), int)):
         # A call that reached the live counter returns the live count: exact. A served
         # call's outcome is the recording's, so it is never shown as the counter.
         badge = d.observe(tenant, str(answer.get("key")), answer["count"])
@@ -627,8 +627,8 @@ def sequence_svg(number: int, chapter: Chapter, steps: Sequence[Step], *,
     title = f"Chapter {number}: {chapter.title}, as a sequence diagram" + (
         f", the checker's {polls} poll(s) folded" if polls else
         ", every request" if not folded else "")
-    desc = " ".join(s.say() if isinstance(s, Fold) else s.say for s in rows) \
-        or "No request was sent in this chapter."
+    desc = (" ".join(s.say() if isinstance(s, Fold) else s.say for s in rows)
+        or "No request was sent in this chapter.")
     if chapter.skipped:
         desc += f" The chapter was skipped: {chapter.skipped}."
     return (f'<svg xmlns="http://www.w3.org/2000/svg" '
@@ -757,8 +757,8 @@ details pre { white-space: pre-wrap; background: #f6f8fa; padding: 8px; }
 
 
 def _result_class(result: str) -> str:
-    return "failed" if result == "FAILED" else "blocked" if result.startswith("blocked") \
-        else "skipped" if result.startswith("not ") else "held"
+    return ("failed" if result == "FAILED" else "blocked" if result.startswith("blocked")
+        else "skipped" if result.startswith("not ") else "held")
 
 
 def _mark(result: str) -> str:

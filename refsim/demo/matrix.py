@@ -292,8 +292,8 @@ def render_pass_grid(correct: Any) -> str:
                 continue
             ok = cell.get("ok") is True
             bad |= not ok
-            why = cell.get("failed") or cell.get("message") or cell.get("error") \
-                or cell.get("difference") or ""
+            why = (cell.get("failed") or cell.get("message") or cell.get("error")
+                or cell.get("difference") or "")
             counts = cell.get("counts")
             text = f"{name} \u00d7 {column}: " + ("passed" if ok else "FALSE VERDICT") + (
                 f" ({', '.join(f'{k} {v}' for k, v in counts.items())})"
@@ -301,8 +301,8 @@ def render_pass_grid(correct: Any) -> str:
             if not ok:
                 notes.append(f'<li id="p-{i}-{j}">{h(text)}</li>')
             if cell.get("skipped"):
-                text = f"{name} \u00d7 {column}: a difference the RFC allows, not diffed: " \
-                    f"{cell.get('allowed')}"
+                text = (f"{name} \u00d7 {column}: a difference the RFC allows, not diffed: "
+                    f"{cell.get('allowed')}")
                 cells.append(f'<td class="cell killed" data-state="allowed" '
                              f'title="{h(text)}">≈</td>')
                 continue

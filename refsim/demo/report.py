@@ -92,8 +92,8 @@ class DemoRun:
             mine = [f for c in self.chapters for f in c.findings if f.requirement_id == leg]
             unseen = [why for c in self.chapters for req, why in c.blocked if req == leg]
             if not mine:
-                result = "not reached (stopped)" if self.interrupted else \
-                    "not shown (chapter skipped)"
+                result = ("not reached (stopped)" if self.interrupted else
+                    "not shown (chapter skipped)")
             elif not all(f.ok for f in mine):
                 result = "FAILED"
             elif unseen:
@@ -136,9 +136,9 @@ class DemoRun:
         for x in self.client.exchanges:
             if x.method == "GET" and not x.events:
                 continue
-            answer = x.response.get("error") if isinstance(x.response, dict) and \
+            answer = (x.response.get("error") if isinstance(x.response, dict) and
                 "error" in x.response else labels.get(
-                    str(x.response.get("runId")) if isinstance(x.response, dict) else "", "")
+                    str(x.response.get("runId")) if isinstance(x.response, dict) else "", ""))
             named = x.body.get("fixtureRuns") if isinstance(x.body, dict) else None
             sources = "" if not isinstance(named, dict) else " fixtureRuns " + ", ".join(
                 f"{k}→{labels.get(str(v), 'a run that does not exist')}"

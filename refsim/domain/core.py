@@ -72,8 +72,8 @@ class RequestRules:
     def conflicts(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
         for key in fixture_runs:
             task = suite.task(key)
-            if task is not None and task.fixtures is not None \
-                    and task.fixtures.conflicts_with_recorded:
+            if (task is not None and task.fixtures is not None
+                    and task.fixtures.conflicts_with_recorded):
                 return validation("a task named in fixtureRuns already carries suite fixtures "
                                   "(toolResponses or onMiss); the two are never merged",
                                   field="fixtureRuns")
@@ -236,11 +236,10 @@ def gc_paused() -> Iterator[None]:
     in what the run made as it takes in anything: a young collection or two, then the
     oldest generation, counted there as it goes, so its full collections come when due.
 
-    (It used to move everything straight to the oldest generation with `gc.freeze()` and
-    `gc.unfreeze()`. That bypasses the count that decides when a full collection is due,
-    so none came again: cyclic garbage, which Hypothesis makes plenty of, piled up there,
-    85 MB per hundred machine examples, and a served host would have grown the same way.)
-    Re-entrant, thread-safe.
+    Not `gc.freeze()` and `gc.unfreeze()`: moving everything straight to the oldest
+    generation bypasses the count that decides when a full collection is due, so none
+    comes again, and cyclic garbage (Hypothesis makes plenty) piles up there, 85 MB per
+    hundred machine examples. Re-entrant, thread-safe.
     """
     global _gc_pauses, _gc_resume
     with _GC_LOCK:
@@ -297,9 +296,9 @@ def _redacted(event: Event) -> Event:
 
 
 def _error_object(response: Any) -> dict[str, Any]:
-    if isinstance(response, dict) and isinstance(response.get("code"), str) \
-            and isinstance(response.get("message"), str) and response["code"] \
-            and response["message"]:
+    if (isinstance(response, dict) and isinstance(response.get("code"), str)
+            and isinstance(response.get("message"), str) and response["code"]
+            and response["message"]):
         return dict(response)
     return {"code": "tool_error", "message": "recorded tool error", "details":
             {"response": response}}
@@ -340,8 +339,8 @@ class _Invocation:
     def delegate(self, agent_id: str, task_input: Any) -> Any:
         self._alive()
         task_input = wire_copy(task_input)
-        if type(agent_id) is not str or self.depth + 1 > MAX_DELEGATION_DEPTH \
-                or agent_id not in self.core.agents:
+        if (type(agent_id) is not str or self.depth + 1 > MAX_DELEGATION_DEPTH
+                or agent_id not in self.core.agents):
             return None
         self.core._emit(self.run, "agent.handoff",
                         {"fromAgentId": self.agent_id, "toAgentId": agent_id})
@@ -460,8 +459,8 @@ class HostCore:
         if not profile.eval_suite:
             return Refusal(422, "capability_not_provided",
                            "this host does not run evals (agents.evalSuite is not advertised)")
-        if (command.eval_modes is not None or command.has_baseline) \
-                and not profile.baseline_selection:
+        if ((command.eval_modes is not None or command.has_baseline)
+                and not profile.baseline_selection):
             return validation("evalModes and baselineRunId need "
                               "agents.evalSuite.baselineSelection, which this host lacks")
         suite = self.suites.lookup(caller.tenant, command.suite_ref)
@@ -691,8 +690,8 @@ class HostCore:
         else:
             request = source.request
             self._emit(run, "run.started", self._run_started(run))
-            if isinstance(request, CreateWorkflow) and request.agent_id is not None \
-                    and source.workflow_id != "conformance-noop":
+            if (isinstance(request, CreateWorkflow) and request.agent_id is not None
+                    and source.workflow_id != "conformance-noop"):
                 self._invoke(run, request.agent_id, {"script": list(request.script)},
                              _Port(self, caller.tenant, None, "live"), 0)
             self._finish(run, "completed")

@@ -14,7 +14,6 @@ TENANT_RE = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}$")
 WORKSPACE_RE = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
 OPAQUE_RE = re.compile(r"^[A-Za-z0-9._~-]{16,128}$")
 BOUND_RE = re.compile(r"^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$")
-AGENT_ID_RE = re.compile(r"^[A-Za-z0-9._~:-]{1,128}$")
 
 _PASSTHROUGH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _HEX = frozenset("0123456789abcdefABCDEF")

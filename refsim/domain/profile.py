@@ -6,7 +6,6 @@ import attrs
 
 from refsim.domain.agents import CONTENT_FREE, RECORDER, UNHELD
 
-ALL_MODES = ("golden", "rubric", "adversarial", "regression", "live-shadow")
 # The modes this simulator really implements: golden scoring, regression against a
 # baseline, and live-shadow (which ignores fixtures). No rubric judge, no adversarial.
 IMPLEMENTED_MODES = ("golden", "regression", "live-shadow")

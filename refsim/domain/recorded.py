@@ -24,7 +24,6 @@ NOT_TERMINAL = "not-terminal"
 NO_AGENT = "never-invoked-the-agent"
 NOT_HELD = "calls-not-held"  # erased, or never kept
 FAILED_CALL = "failed-call-without-fixture-errors"
-UNUSABLE_KINDS = (UNKNOWN, FOREIGN, NOT_TERMINAL, NO_AGENT, NOT_HELD, FAILED_CALL)
 
 
 class SourcePolicy:

@@ -13,7 +13,6 @@ import attrs
 COUNTER = "conformance.eval:counter"
 VAULT = "refsim.tools:vault"
 FLAKY = "refsim.tools:flaky"
-TOOL_NAMES = (COUNTER, VAULT, FLAKY)
 
 
 class ToolResult(NamedTuple):
@@ -70,8 +69,8 @@ class ToolGateway:
         return self.counters.get((tenant, key), 0)
 
     def _counter(self, tenant: str, inputs: Any) -> ToolResult:
-        if not isinstance(inputs, dict) or inputs.get("op") not in ("inc", "read") \
-                or not isinstance(inputs.get("key"), str):
+        if (not isinstance(inputs, dict) or inputs.get("op") not in ("inc", "read")
+                or not isinstance(inputs.get("key"), str)):
             return ToolResult.err("invalid_arguments", "the counter takes {op: inc|read, key}")
         self.live_calls += 1
         slot = (tenant, inputs["key"])

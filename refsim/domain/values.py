@@ -1,4 +1,4 @@
-"""Values the domain returns where a wire document used to be built inside it."""
+"""Values the domain returns, for the wire to render as documents."""
 
 from __future__ import annotations
 

@@ -243,8 +243,8 @@ class PairClient:
             return
         ida = ra.json.get("runId") if isinstance(ra.json, dict) else None
         idb = rb.json.get("runId") if isinstance(rb.json, dict) else None
-        if isinstance(ida, str) and isinstance(idb, str) and parse_bound(ida) \
-                and parse_bound(idb) and idb not in self.b_to_a and ida not in self.a_to_b:
+        if (isinstance(ida, str) and isinstance(idb, str) and parse_bound(ida)
+                and parse_bound(idb) and idb not in self.b_to_a and ida not in self.a_to_b):
             self.a_to_b[ida] = idb
             self.b_to_a[idb] = ida
 
@@ -553,10 +553,10 @@ def run_diff(pair: Pair, *, max_examples: int = DEFAULT_EXAMPLES, steps: int = D
         return PairClient(make_a(), make_b(), on_difference=seen.append)
     machine = _machine(pair_of_hosts)
     fuzz = _run(machine, max_examples=max_examples, steps=steps, seed_value=seed)
-    difference = seen[-1] if seen and not fuzz.passed and fuzz.requirement_id == DIFF_ID \
-        else None
-    error = None if fuzz.passed or difference is not None else \
-        f"the machine failed on host A itself: {fuzz.message}"
+    difference = (seen[-1] if seen and not fuzz.passed and fuzz.requirement_id == DIFF_ID
+        else None)
+    error = (None if fuzz.passed or difference is not None else
+        f"the machine failed on host A itself: {fuzz.message}")
     return DiffResult(pair, max_examples, steps, seed, difference, fuzz, error)
 
 
@@ -641,8 +641,8 @@ def write_json(results: Sequence[DiffResult], path: str | Path, *, every: bool =
                partial: dict[str, Any] | None = None) -> None:
     """One diff as its own document; several (`every`, as `--all` asks) under "diffs".
     `partial` says how far a run stopped with Ctrl-C got."""
-    doc: Any = results[0].to_json() if len(results) == 1 and not every else \
-        {"diffs": [r.to_json() for r in results]}
+    doc: Any = (results[0].to_json() if len(results) == 1 and not every else
+        {"diffs": [r.to_json() for r in results]})
     if partial is not None:
         doc = {**doc, "partial": partial}
     Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",

@@ -13,8 +13,6 @@ import attrs
 from refsim.domain.canonical import canonical
 from refsim.domain.tools import COUNTER, ToolGateway, ToolResult
 
-HELD, CONTENT_FREE_LANE, UNHELD_LANE = "held", "content-free", "unheld"
-
 
 @attrs.frozen
 class Call:
@@ -124,9 +122,9 @@ class Model:
             if call.status != "ok" or "outcome" not in payload or outcome == call.outcome:
                 continue
             calls[index] = attrs.evolve(call, outcome=outcome)
-            if call.tool == COUNTER and isinstance(outcome, dict) \
-                    and isinstance(outcome.get("key"), str) \
-                    and isinstance(outcome.get("count"), int):
+            if (call.tool == COUNTER and isinstance(outcome, dict)
+                    and isinstance(outcome.get("key"), str)
+                    and isinstance(outcome.get("count"), int)):
                 self.world.counters[(tenant, outcome["key"])] = outcome["count"]
 
     @staticmethod

@@ -152,8 +152,8 @@ def _norm(value: Any, failed: bool) -> Any:
 
 # ----------------------------------------------------------------------------- what the host offers
 
-AGENT_CALL, WAIT_INPUT, NOOP = "conformance-agent-call", "conformance-wait-input", \
-    "conformance-noop"
+AGENT_CALL, WAIT_INPUT, NOOP = ("conformance-agent-call", "conformance-wait-input",
+    "conformance-noop")
 SUITE_FIXTURES_SUITE, TWO_TASKS_SUITE = "refsim-eval-with-suite-fixtures", "refsim-eval-two-tasks"
 
 
@@ -167,8 +167,8 @@ class Offered:
 
     @property
     def recorded(self) -> bool:
-        return self.surface.advertises("recordedFixtures") and \
-            self.surface.advertises("fixtureMatching")
+        return (self.surface.advertises("recordedFixtures") and
+            self.surface.advertises("fixtureMatching"))
 
     def seam(self, name: str) -> bool:
         return self.surface.offers(name)
@@ -386,8 +386,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             forms = id_forms(run_id)
             parsed = parse_bound(run_id)
             opaque = parsed.opaque if parsed is not None else None
-            needles = (opaque,) if opaque is not None and all(opaque in f for f in forms) \
-                else tuple(forms)
+            needles = ((opaque,) if opaque is not None and all(opaque in f for f in forms)
+                else tuple(forms))
             self._needles[run_id] = needles
         return needles
 
@@ -427,12 +427,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if (tenant, suite_id) not in self.registered:
             doc = {"suiteId": suite_id, "version": "1.0.0", "modes": ["golden"], "trials": trials,
                    "tasks": [task]}
-            owner = self.sim.core.caller(self.keys[tenant]) if self._same_names and \
-                self.sim is not None else None
+            owner = (self.sim.core.caller(self.keys[tenant]) if self._same_names and
+                self.sim is not None else None)
             if self.sim is not None and owner is not None and self.sim.edge is None:
                 # In process the suite is registered where the seam registers it, as the
                 # counters are read where the seam reads them: the seam's own checks are
-                # not what the machine judges, and they were a fifth of a step's cost.
+                # not what the machine judges, and would cost a fifth of a step.
                 registered = self.sim.core.suites.register(owner.tenant, parse_suite(doc))
                 expect(registered, req_id("0252.usable-source-accepted"),
                        f"the host refused suite {suite_id}")
@@ -804,8 +804,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             body = eval_body(suite, {"nope": source_id})
         elif kind == "live-shadow":
             # Through evalModes where the host takes it (RFC 0251), else the suite's modes.
-            modes: dict[str, Any] = {"evalModes": ["golden", "live-shadow"]} \
-                if self.offer.surface.advertises("baselineSelection") else {}
+            modes: dict[str, Any] = ({"evalModes": ["golden", "live-shadow"]}
+                if self.offer.surface.advertises("baselineSelection") else {})
             body = eval_body(TWO_TASKS_SUITE, {"alpha": source_id}, **modes)
         else:
             body = {"suite-fixtures": eval_body(SUITE_FIXTURES_SUITE, {"canned": source_id}),
@@ -854,8 +854,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     def fork(self, eval_id: str, mode: str) -> Any:
         run = self.model.runs[eval_id]
         gone = any(self.model.runs[s].erased for s in (run.fixture_runs or {}).values())
-        before = (dict(self.sim.core.resolutions), dict(self.sim.core.derivations)) \
-            if self.sim else None
+        before = ((dict(self.sim.core.resolutions), dict(self.sim.core.derivations))
+            if self.sim else None)
         self._may_move([run.tenant, *(self.model.runs[s].tenant
                                       for s in (run.fixture_runs or {}).values())], run.script)
         r = self._checked(run.tenant, self._session(run.tenant).fork(eval_id, mode))
@@ -918,8 +918,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         world = self.model.world
         moved, self._moved = self._moved, set()
         read: dict[str, list[tuple[str, int | None]]] = {}
-        if self._same_names and self.sim is not None and self.sim.profile.counter_seam \
-                and self.sim.core.gateway.counters == world.counters:
+        if (self._same_names and self.sim is not None and self.sim.profile.counter_seam
+                and self.sim.core.gateway.counters == world.counters):
             return read  # every counter of every tenant agrees, the watched ones among them
         for tenant in self.keys:
             if self._gateway_owner(tenant) is not None:  # free to read: all of them

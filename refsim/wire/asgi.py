@@ -355,8 +355,8 @@ class WireApp:
         names = set()
         for name, value in response.headers.items():
             lower = name.lower()
-            if lower in _FRAMING or not _header_name_ok(name) or \
-                    not (value.isascii() and value.isprintable()):
+            if (lower in _FRAMING or not _header_name_ok(name) or
+                    not (value.isascii() and value.isprintable())):
                 continue  # h11 would refuse it, and the answer would be lost
             names.add(lower)
             out.append((name.encode("latin-1"), value.encode("latin-1")))
@@ -458,8 +458,8 @@ class WireApp:
                 cursor, last_seq = _advance(cursor, last_seq, more.text)
                 quiet_since = time.monotonic()
             now = time.monotonic()
-            if poll.json.get("status") in _TERMINAL or \
-                    now - started >= self.sse_max_seconds:
+            if (poll.json.get("status") in _TERMINAL or
+                    now - started >= self.sse_max_seconds):
                 break
             if now - quiet_since >= SSE_KEEPALIVE_SECONDS:
                 await send({"type": "http.response.body", "body": b": keep-alive\n\n",
@@ -491,5 +491,5 @@ def _is_long_poll(target: str, response: Response) -> bool:
     if not path.startswith("/runs/") or not path.endswith("/events/poll"):
         return False
     doc = response.json
-    return response.status == 200 and isinstance(doc, dict) and doc.get("events") == [] \
-        and doc.get("status") not in _TERMINAL
+    return (response.status == 200 and isinstance(doc, dict) and doc.get("events") == []
+        and doc.get("status") not in _TERMINAL)

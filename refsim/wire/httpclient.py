@@ -96,10 +96,10 @@ class HttpClient:
                 self._connections.remove(conn)
             conn = None
         if conn is None:
-            conn = http.client.HTTPSConnection(
+            conn = (http.client.HTTPSConnection(
                 self._host, self._port, timeout=self.timeout,
-                context=ssl.create_default_context()) if self._https else \
-                http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
+                context=ssl.create_default_context()) if self._https else
+                http.client.HTTPConnection(self._host, self._port, timeout=self.timeout))
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -166,8 +166,8 @@ class HttpClient:
 
 def _unreachable(url: str, exc: BaseException) -> HostUnreachable:
     reason = exc.__cause__ or exc.__context__ or exc if not str(exc) else exc
-    text = " ".join(f"{type(reason).__name__}: {reason}".split()) if str(reason) \
-        else type(reason).__name__
+    text = (" ".join(f"{type(reason).__name__}: {reason}".split()) if str(reason)
+        else type(reason).__name__)
     return HostUnreachable(f"cannot reach {url}: {text}")
 
 

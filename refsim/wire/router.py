@@ -197,8 +197,8 @@ def suite_cap_refusal(suite: Any) -> Refusal | None:
         return validation(f"a suite holds at most {limits.MAX_SUITE_TASKS} tasks",
                           field="suite.tasks")
     trials = suite.get("trials", 1)
-    if not isinstance(trials, int) or isinstance(trials, bool) or \
-            not 1 <= trials <= limits.MAX_TRIALS:
+    if (not isinstance(trials, int) or isinstance(trials, bool) or
+            not 1 <= trials <= limits.MAX_TRIALS):
         return validation(f"a suite's trials is an integer from 1 to {limits.MAX_TRIALS}",
                           field="suite.trials")
     if len(tasks) * trials > limits.MAX_RUN_TASK_TRIALS:
@@ -271,9 +271,9 @@ def _run_list(runs: dict[RunId, RunRecord], caller: Owner, start: str | None,
     """
     page: list[RunRecord] = []
     for run in runs.values():
-        if not caller.can_read(run.owner) or (start is not None and run.started_at < start) \
-                or (workflow_id is not None and run.workflow_id != workflow_id) \
-                or (status is not None and run.status != status):
+        if (not caller.can_read(run.owner) or (start is not None and run.started_at < start)
+                or (workflow_id is not None and run.workflow_id != workflow_id)
+                or (status is not None and run.status != status)):
             continue
         if len(page) == limit:
             return page, run
@@ -427,8 +427,8 @@ class Router:
                 return Router._events_stream, [seg[1]], True
             if method == "POST" and seg[2] == "cancel":
                 return Router._cancel, [seg[1]], True
-        if len(seg) == 4 and seg[0] == "runs" and seg[2:] == ["events", "poll"] \
-                and method == "GET":
+        if (len(seg) == 4 and seg[0] == "runs" and seg[2:] == ["events", "poll"]
+                and method == "GET"):
             return Router._poll, [seg[1]], True
         if seg[:2] == ["conformance", "seams"]:
             return self._seam_route(method, seg[2:])
@@ -458,8 +458,8 @@ class Router:
     @staticmethod
     def _parse_json_body(request: Request) -> dict[str, Any] | Refusal:
         content_type = request.headers.get("content-type")
-        if content_type is not None and \
-                content_type.split(";")[0].strip().lower() != "application/json":
+        if (content_type is not None and
+                content_type.split(";")[0].strip().lower() != "application/json"):
             return Refusal(415, "unsupported_media_type", "request bodies must be application/json")
         if not request.body:
             return validation("a JSON object body is required")
@@ -824,8 +824,8 @@ class Router:
                                                field="suite.tasks"))
         for index, task in enumerate(body["suite"]["tasks"]):
             task_input = task["input"]
-            if isinstance(task_input, dict) and "script" in task_input and \
-                    not schemas.valid_script(task_input["script"], parsed=True):
+            if (isinstance(task_input, dict) and "script" in task_input and
+                    not schemas.valid_script(task_input["script"], parsed=True)):
                 return refusal_response(validation(
                     "a task's input.script is not a valid agent script",
                     field=f"suite.tasks[{index}].input.script"))
@@ -840,10 +840,11 @@ class Router:
         if isinstance(body, Refusal):
             return refusal_response(body)
         name, key, ws = body.get("name"), body.get("apiKey"), body.get("workspace")
-        if set(body) - {"name", "apiKey", "workspace"} or not isinstance(name, str) \
-                or not TENANT_RE.fullmatch(name) or not isinstance(key, str) \
-                or not 1 <= len(key) <= 256 or key != key.strip() or " " in key \
-                or (ws is not None and (not isinstance(ws, str) or not WORKSPACE_RE.fullmatch(ws))):
+        if (set(body) - {"name", "apiKey", "workspace"} or not isinstance(name, str)
+                or not TENANT_RE.fullmatch(name) or not isinstance(key, str)
+                or not 1 <= len(key) <= 256 or key != key.strip() or " " in key
+                or (ws is not None
+                    and (not isinstance(ws, str) or not WORKSPACE_RE.fullmatch(ws)))):
             return refusal_response(validation(
                 "a tenant is {name, apiKey, workspace?} with a v2 tenant id and a key "
                 "without spaces"))
@@ -851,8 +852,8 @@ class Router:
         existing = self.core.tenants.get(key)
         if existing is not None and existing != tenant:
             return refusal_response(validation("that API key already belongs to a tenant"))
-        if existing is None and caller is not None and caller.tenant != name and \
-                any(t.name == name for t in self.core.tenants.values()):
+        if (existing is None and caller is not None and caller.tenant != name and
+                any(t.name == name for t in self.core.tenants.values())):
             # Another key for an existing tenant (say, one scoped to a workspace) is only
             # that tenant's to mint: from anyone else it would hand over the tenant's runs.
             return refusal_response(validation("a tenant of that name exists already"))

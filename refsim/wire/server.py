@@ -99,8 +99,8 @@ class RefsimH11Protocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         # Between requests uvicorn's keep-alive timer ends an idle connection, and it
         # cancels that timer on the first byte; the header deadline starts there.
-        if getattr(self, "_header_timer", None) is None and \
-                (self.cycle is None or self.cycle.response_complete):
+        if (getattr(self, "_header_timer", None) is None and
+                (self.cycle is None or self.cycle.response_complete)):
             self._arm_header_deadline()
         super().data_received(data)
 
@@ -121,8 +121,8 @@ class RefsimH11Protocol(H11Protocol):
         return True
 
     def send_400_response(self, msg: str) -> None:
-        incomplete = len(self.conn.trailing_data[0]) >= \
-            (self.config.h11_max_incomplete_event_size or MAX_HEADER_BYTES)
+        incomplete = (len(self.conn.trailing_data[0]) >=
+            (self.config.h11_max_incomplete_event_size or MAX_HEADER_BYTES))
         message = (f"the request line and headers exceed {MAX_HEADER_BYTES} bytes" if incomplete
                    else "the request line or headers are not valid HTTP/1.1")
         headers, body = _framing_error_body(message)

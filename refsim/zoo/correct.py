@@ -247,8 +247,8 @@ def _one_message() -> Edge:
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
         doc = response.json
-        if response.status == 400 and isinstance(doc, dict) and \
-                doc.get("error") == "validation_error":
+        if (response.status == 400 and isinstance(doc, dict) and
+                doc.get("error") == "validation_error"):
             return _json_answer(response, {"error": "validation_error",
                                            "message": "The request is invalid."})
         return response
@@ -289,7 +289,7 @@ def _pretty_json() -> Edge:
     """Every JSON body indented, with a trailing newline (member order kept)."""
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
-        if response.json is None or (response.text is not None and not \
+        if response.json is None or (response.text is not None and not
                 (response.header("Content-Type") or "").startswith("application/json")):
             return response
         text = json.dumps(response.json, indent=2, ensure_ascii=False) + "\n"
@@ -313,8 +313,8 @@ def _sse_rewrite(text: str, data: Callable[[Any], Any], end: str = "\n",
 
 def _rewritten(response: Response, change: Callable[[Any], Any]) -> Response:
     """A JSON answer or an event stream with every document passed through `change`."""
-    if response.text is not None and \
-            (response.header("Content-Type") or "").startswith("text/event-stream"):
+    if (response.text is not None and
+            (response.header("Content-Type") or "").startswith("text/event-stream")):
         return attrs.evolve(response, text=_sse_rewrite(response.text, change))
     if response.json is None or response.text is not None:
         return response
@@ -378,8 +378,8 @@ def _sse_bare_cr() -> Edge:
     data is no event (`data: [DONE]`)."""
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
-        if response.text is None or \
-                not (response.header("Content-Type") or "").startswith("text/event-stream"):
+        if (response.text is None or
+                not (response.header("Content-Type") or "").startswith("text/event-stream")):
             return response
         text = _sse_rewrite(response.text, lambda d: d, "\r", "\ufeffretry: 3000\r: ping\r\r")
         return attrs.evolve(response, text=text + "event: end\rdata: [DONE]\r\r")
@@ -395,9 +395,9 @@ def _busy_tenants() -> Edge:
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
         auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
-        if auth is not None and "/events/poll" in target and next(count) % 3 == 2 \
+        if (auth is not None and "/events/poll" in target and next(count) % 3 == 2
                 and host.core.caller(
-                auth.partition(" ")[2].strip()) is not None:
+                auth.partition(" ")[2].strip()) is not None):
             host.router.handle("POST", "/runs", {"Authorization": auth,
                                                  "Content-Type": "application/json"},
                                b'{"workflowId": "conformance-noop"}')
@@ -411,8 +411,8 @@ def _small_pages() -> Edge:
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
         doc = response.json
-        if "/events/poll" not in target or response.status != 200 or \
-                not isinstance(doc, dict) or len(doc.get("events", [])) <= 2:
+        if ("/events/poll" not in target or response.status != 200 or
+                not isinstance(doc, dict) or len(doc.get("events", [])) <= 2):
             return response
         events = doc["events"][:2]
         return _json_answer(response, {**doc, "events": events,
@@ -485,8 +485,8 @@ class _Later:
     def __call__(self, host: SimHost, method: str, target: str, headers: dict[str, str],
                  body: bytes | None, response: Response) -> Response:
         doc = response.json
-        if method == "POST" and response.status == 201 and isinstance(doc, dict) \
-                and isinstance(doc.get("runId"), str):
+        if (method == "POST" and response.status == 201 and isinstance(doc, dict)
+                and isinstance(doc.get("runId"), str)):
             with self.lock:
                 self.shown[doc["runId"]] = -1
             return _json_answer(response, {**doc, "status": "pending"})

@@ -204,16 +204,16 @@ def _level(levels: dict[str, dict[str, str]], requirement: str
         if needed:
             finding = levels[f"only:{needed[0]}"][requirement]
             return SEAM, f"wire + {' or '.join(needed)} seam", finding, needed[:1]
-        return SEAM, "wire + counter+erase+resolve seams", levels["seams"][requirement], \
-            list(SEAMS)
+        return (SEAM, "wire + counter+erase+resolve seams", levels["seams"][requirement],
+            list(SEAMS))
     if requirement in levels.get("inside", {}):
         return INSIDE, "inside only", levels["inside"][requirement], []
     return None
 
 
 def _gated(requirement_witness: str) -> str:
-    return "ungated" if requirement_witness == "witnessable-unaided" else \
-        "gated on recordedFixtures"
+    return ("ungated" if requirement_witness == "witnessable-unaided" else
+        "gated on recordedFixtures")
 
 
 def compute(jobs: int | None = None, *, programs: bool = True,
@@ -626,8 +626,8 @@ def report(doc: dict[str, Any], out: TextIO) -> None:
     sided = {q["id"]: q for q in requirement_levels(doc)}
     for q in doc["requirements"]:
         kills = q["kills"]
-        who = "" if not kills else f"  [{kills[0]['host']}" + \
-            (f" +{len(kills) - 1}" if len(kills) > 1 else "") + "]"
+        who = ("" if not kills else f"  [{kills[0]['host']}" +
+            (f" +{len(kills) - 1}" if len(kills) > 1 else "") + "]")
         print(f"  {short_id(q['id']):<36} {q['level']:<8} {q['verdict']}{who}", file=out)
         print(f"  {'':<36} {'':<8} {register_line(sided[q['id']])}", file=out)
     print("\nEvery faulty host: the weakest observation that kills it on the ids it is built "

@@ -331,8 +331,8 @@ class _TellsForeignIds(SourcePolicy):
                ) -> RunRecord | str:
         found = super().assess(core, caller, value, agent_id)
         rid = parse_bound(value)
-        if found == UNKNOWN and rid is not None and rid.tenant != caller.tenant \
-                and any(t.name == rid.tenant for t in core.tenants.values()):
+        if (found == UNKNOWN and rid is not None and rid.tenant != caller.tenant
+                and any(t.name == rid.tenant for t in core.tenants.values())):
             return FOREIGN_UNMINTED
         return found
 
@@ -350,8 +350,8 @@ class _OrderOracle(RequestRules):
 
     def fixture_runs_gate(self, core: HostCore, command: CreateRun) -> Refusal | None:
         refusal = super().fixture_runs_gate(core, command)
-        if refusal is not None and not isinstance(command, CreateEval) \
-                and command.fixture_runs is not None:
+        if (refusal is not None and not isinstance(command, CreateEval)
+                and command.fixture_runs is not None):
             named = [parse_bound(v) for v in command.fixture_runs.values()]
             if any(r is not None and r in core.runs for r in named):
                 return validation("fixtureRuns is only meaningful with mode eval "
@@ -373,8 +373,8 @@ def _caller_and_body(host: SimHost, headers: dict[str, str], body: bytes | None
 def _foreign_source_header(host: SimHost, method: str, target: str, headers: dict[str, str],
                            body: bytes | None, response: Response) -> Response:
     """Adds a header to a refusal only when a named source is another tenant's run."""
-    if method != "POST" or not target.startswith("/runs") or response.status != 400 \
-            or _names_foreign_run(host, headers, body) is None:
+    if (method != "POST" or not target.startswith("/runs") or response.status != 400
+            or _names_foreign_run(host, headers, body) is None):
         return response
     return _with_header(response, "OpenWOP-Source-Scope", "other-tenant")
 
@@ -382,9 +382,9 @@ def _foreign_source_header(host: SimHost, method: str, target: str, headers: dic
 def _derived_in_snapshot(host: SimHost, method: str, target: str, headers: dict[str, str],
                          body: bytes | None, response: Response) -> Response:
     """GET /runs/{id} of an eval run also shows the copy it was served, as `provenance`."""
-    if method not in ("GET", "HEAD") or response.status != 200 \
-            or not isinstance(response.json, dict) or "runId" not in response.json \
-            or "/events" in target or target.endswith("/eval-summary"):
+    if (method not in ("GET", "HEAD") or response.status != 200
+            or not isinstance(response.json, dict) or "runId" not in response.json
+            or "/events" in target or target.endswith("/eval-summary")):
         return response
     rid = parse_bound(response.json["runId"])
     kept = [{"task": task, "from": source.bound, "calls": [e.to_json() for e in entries]}
@@ -571,8 +571,8 @@ class _OrderOracleLiveShadow(RequestRules):
 
     def fixture_runs_gate(self, core: HostCore, command: CreateRun) -> Refusal | None:
         refusal = super().fixture_runs_gate(core, command)
-        if refusal is not None or not isinstance(command, CreateEval) \
-                or not command.fixture_runs:
+        if (refusal is not None or not isinstance(command, CreateEval)
+                or not command.fixture_runs):
             return refusal
         suite = core.suites.lookup("", command.suite_ref)  # a catalog suite, for any tenant
         modes = tuple(command.eval_modes or (suite.modes if suite is not None else ()))
@@ -589,14 +589,14 @@ def _entries_when_served_whole(host: SimHost, method: str, target: str,
                                response: Response) -> Response:
     """GET /runs/{id} of an eval run that missed nothing shows the entries it was served,
     under names of its own (no `tool`, `args` or `toolResponses` key)."""
-    if method != "GET" or response.status != 200 or not isinstance(response.json, dict) \
-            or "runId" not in response.json or "/events" in target \
-            or target.endswith("/eval-summary"):
+    if (method != "GET" or response.status != 200 or not isinstance(response.json, dict)
+            or "runId" not in response.json or "/events" in target
+            or target.endswith("/eval-summary")):
         return response
     rid = parse_bound(response.json["runId"])
     run = host.core.runs.get(rid) if rid is not None else None
-    if run is None or run.eval is None or run.eval.summary is None \
-            or any(t.get("fixtureMissCount") for t in run.eval.summary.get("tasks", [])):
+    if (run is None or run.eval is None or run.eval.summary is None
+            or any(t.get("fixtureMissCount") for t in run.eval.summary.get("tasks", []))):
         return response
     kept = [{"name": e.tool, "in": e.args, "out": e.response}
             for _, served, _, entries in host.core.copies.all_entries() if served == rid
@@ -764,8 +764,8 @@ def _stream_only(rewrite: Callable[[SimHost, dict[str, Any]], dict[str, Any]]) -
     """Rewrites the events of the SSE stream only (the poll shows them as they are)."""
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
-        if method != "GET" or not target.split("?", 1)[0].endswith("/events") \
-                or response.status != 200 or response.text is None:
+        if (method != "GET" or not target.split("?", 1)[0].endswith("/events")
+                or response.status != 200 or response.text is None):
             return response
         frames = []
         for chunk in response.text.split("\n\n"):
@@ -810,8 +810,8 @@ def _eval_entries(host: SimHost, run_id: Any) -> list[dict[str, Any]]:
 def _entries_in_header(host: SimHost, method: str, target: str, headers: dict[str, str],
                        body: bytes | None, response: Response) -> Response:
     """GET /runs/{id} of an eval run carries its entries, base64 JSON, in a header."""
-    if method != "GET" or response.status != 200 or not isinstance(response.json, dict) \
-            or "runId" not in response.json or "/events" in target:
+    if (method != "GET" or response.status != 200 or not isinstance(response.json, dict)
+            or "runId" not in response.json or "/events" in target):
         return response
     entries = _eval_entries(host, response.json.get("runId"))
     if not entries:
@@ -823,9 +823,9 @@ def _entries_in_header(host: SimHost, method: str, target: str, headers: dict[st
 def _entries_in_string(host: SimHost, method: str, target: str, headers: dict[str, str],
                        body: bytes | None, response: Response) -> Response:
     """GET /runs/{id} of an eval run carries its entries as a JSON string in metadata."""
-    if method != "GET" or response.status != 200 or not isinstance(response.json, dict) \
-            or "runId" not in response.json or "/events" in target \
-            or target.endswith("/eval-summary"):
+    if (method != "GET" or response.status != 200 or not isinstance(response.json, dict)
+            or "runId" not in response.json or "/events" in target
+            or target.endswith("/eval-summary")):
         return response
     entries = _eval_entries(host, response.json.get("runId"))
     if not entries:
@@ -882,8 +882,8 @@ def _leaves_a_run(host: SimHost, method: str, target: str, headers: dict[str, st
     """Starts the eval run, finds a source unusable, fails the run and answers with the one
     refusal: the run exists afterwards (§B: refused before the run starts)."""
     doc = response.json
-    if method != "POST" or target != "/runs" or response.status != 400 \
-            or not isinstance(doc, dict) or doc.get("message") != UNUSABLE_SOURCE.message:
+    if (method != "POST" or target != "/runs" or response.status != 400
+            or not isinstance(doc, dict) or doc.get("message") != UNUSABLE_SOURCE.message):
         return response
     owner, request = _caller_and_body(host, headers, body)
     if owner is None or not isinstance(request, dict):
@@ -1009,8 +1009,8 @@ def _loose_matcher(fold: Callable[[Any], Any]) -> Callable[[], Components]:
 
 
 def _as_text(value: Any) -> Any:
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else value
+    return (str(value) if isinstance(value, int | float) and not isinstance(value, bool)
+        else value)
 
 
 def _sorted_lists(value: Any) -> Any:
@@ -1029,8 +1029,8 @@ def _entries_packed(pack: Callable[[bytes], str]) -> Edge:
     """GET /runs/{id} of an eval run carries its entries, packed, in a header."""
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
-        if method != "GET" or response.status != 200 or not isinstance(response.json, dict) \
-                or "runId" not in response.json or "/events" in target:
+        if (method != "GET" or response.status != 200 or not isinstance(response.json, dict)
+                or "runId" not in response.json or "/events" in target):
             return response
         entries = _eval_entries(host, response.json.get("runId"))
         if not entries:
@@ -1054,16 +1054,16 @@ class _SlowerForeignWaiting(SourcePolicy):
 
 
 def _is_unusable(response: Response) -> bool:
-    return response.status == 400 and isinstance(response.json, dict) \
-        and response.json.get("message") == UNUSABLE_SOURCE.message
+    return (response.status == 400 and isinstance(response.json, dict)
+        and response.json.get("message") == UNUSABLE_SOURCE.message)
 
 
 def _keyed_accepts_waiting(host: SimHost, method: str, target: str, headers: dict[str, str],
                            body: bytes | None, response: Response) -> Response:
     """A create with an Idempotency-Key is taken down another path, which takes a source
     that has not finished."""
-    if method != "POST" or target != "/runs" or not _is_unusable(response) \
-            or not any(k.lower() == "idempotency-key" for k in headers):
+    if (method != "POST" or target != "/runs" or not _is_unusable(response)
+            or not any(k.lower() == "idempotency-key" for k in headers)):
         return response
     core = host.core
     saved = core.components
@@ -1107,8 +1107,8 @@ def _entries_in_stream_comment(host: SimHost, method: str, target: str,
                                response: Response) -> Response:
     """The SSE stream of an eval run served recorded fixtures opens with a comment line
     that carries its derived entries (no client's event parser sees a comment)."""
-    if method != "GET" or not target.split("?", 1)[0].endswith("/events") \
-            or response.status != 200 or response.text is None:
+    if (method != "GET" or not target.split("?", 1)[0].endswith("/events")
+            or response.status != 200 or response.text is None):
         return response
     run_id = _run_id_of(target)
     entries = _eval_entries(host, run_id) if run_id is not None else []
@@ -1133,8 +1133,8 @@ def _run_id_of(target: str) -> str | None:
 def _scored_clean(host: SimHost, event: dict[str, Any]) -> dict[str, Any]:
     """eval.scored and eval.completed as if nothing had missed."""
     payload = event.get("payload") or {}
-    if event.get("type") in ("eval.scored", "eval.completed") \
-            and payload.get("fixtureMissCount"):
+    if (event.get("type") in ("eval.scored", "eval.completed")
+            and payload.get("fixtureMissCount")):
         return {**event, "payload": {**payload, "fixtureMissCount": 0, "passed": True}}
     return event
 
@@ -1144,8 +1144,8 @@ def _problem_json_oracle(host: SimHost, method: str, target: str, headers: dict[
     """Asked for application/problem+json, a refusal of another tenant's existing run is
     403 id_tenant_mismatch (any other request is refused alike)."""
     accept = next((v for k, v in headers.items() if k.lower() == "accept"), "")
-    if method != "POST" or target != "/runs" or not _is_unusable(response) \
-            or "problem+json" not in accept:
+    if (method != "POST" or target != "/runs" or not _is_unusable(response)
+            or "problem+json" not in accept):
         return response
     if _names_foreign_run(host, headers, body) is not None:
         return refusal_response(tenant_mismatch())

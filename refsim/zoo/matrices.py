@@ -73,8 +73,8 @@ class Kill:
 
     @property
     def killed(self) -> bool:
-        return bool(self.checker) or (self.machine is not None and not self.machine.passed) \
-            or (self.http is not None and self.http.killed)
+        return (bool(self.checker) or (self.machine is not None and not self.machine.passed)
+            or (self.http is not None and self.http.killed))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"mutant": self.mutant.name, "breaks": self.mutant.breaks,
@@ -107,7 +107,8 @@ def over_http(faulty: Mutant) -> Side:
     if faulty.inside_only is not None:
         return Side(skipped=faulty.inside_only)
     from refsim.check.observe import KEY_A, KEY_B
-    from refsim.wire.http import HttpClient, background
+    from refsim.wire.httpclient import HttpClient
+    from refsim.wire.server import background
     with background(faulty.host()) as server:
         rows = run_parts(Target(), PARTS, client=HttpClient(server.url), api_key=KEY_A,
                          tenant_b_key=KEY_B)
@@ -298,8 +299,8 @@ def print_pass_matrix(docs: Sequence[dict[str, Any]], out: TextIO) -> int:
             if cell is None or cell["ok"]:
                 continue
             bad.append(d["variant"])
-            why = cell.get("failed") or cell.get("message") or cell.get("difference") \
-                or cell.get("error")
+            why = (cell.get("failed") or cell.get("message") or cell.get("difference")
+                or cell.get("error"))
             print(f"    {column}: {why}", file=out)
     failing = sorted(set(bad))
     print(f"\n{len(docs) - len(failing)}/{len(docs)} correct hosts passed every way they "
