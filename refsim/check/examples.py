@@ -179,16 +179,16 @@ class Action:
 
 
 @attrs.frozen
-class Expectation:
+class Expected:
     name: str
     value: Any = attrs.field(hash=False)
 
 
 @attrs.frozen
-class Request:
+class RowRequest:
     label: str
     action: Action
-    expect: tuple[Expectation, ...]
+    expect: tuple[Expected, ...]
 
 
 @attrs.frozen
@@ -201,7 +201,7 @@ class Example:
     title: str
     profile: str | None  # None: the target's profile, gated on recordedFixtures
     setup: tuple[Action, ...]
-    requests: tuple[Request, ...]
+    requests: tuple[RowRequest, ...]
     file: str = attrs.field(default="", eq=False)
     # What the host must advertise for the row to say anything of it (`requires:`, and
     # what the row's own requests imply: evalModes and baselineRunId need
@@ -494,7 +494,7 @@ class _RowParser:
             raise _Invalid(f"`{key}` must be a non-empty string, got {value!r}")
         return value
 
-    def _request(self, raw: Any, where: str) -> Request:
+    def _request(self, raw: Any, where: str) -> RowRequest:
         if not isinstance(raw, dict):
             raise _Invalid(f"{where}: a request must be a mapping")
         label = raw.get("label")
@@ -521,7 +521,7 @@ class _RowParser:
             raise _Invalid(f"{where}: {needs_run} read the run the request creates, so the "
                            "action must create one and `status` must be 201")
         self.labels.append(label)
-        return Request(label, action, expectations)
+        return RowRequest(label, action, expectations)
 
     def _action(self, raw: Any, where: str) -> Action:
         if not isinstance(raw, dict) or len(raw) != 1:
@@ -655,7 +655,7 @@ class _RowParser:
     def run_refs(self, value: Any, where: str) -> list[str]:
         return self._runs(value, where)
 
-    def _expectation(self, action: Action, name: str, value: Any, where: str) -> Expectation:
+    def _expectation(self, action: Action, name: str, value: Any, where: str) -> Expected:
         where = f"{where}: expect {name}"
         kind = EXPECTATIONS.get(name)
         if kind is None:
@@ -663,7 +663,7 @@ class _RowParser:
                            "expected one of " + ", ".join(EXPECTATIONS))
         normalised = kind.parse(self, action, value, where)
         self._check_refs(normalised, where)
-        return Expectation(name, normalised)
+        return Expected(name, normalised)
 
 
 # Per-kind checks and normalisation of an action's arguments, beyond required/optional.
@@ -1027,7 +1027,7 @@ class _RowRun:
             self.runs[name] = body["runId"]
             self.owners[name] = action.tenant
 
-    def request(self, request: Request) -> list[Finding]:
+    def request(self, request: RowRequest) -> list[Finding]:
         tenant = request.action.tenant
         judged = self._judged(request)
         before = {}
@@ -1069,14 +1069,14 @@ class _RowRun:
                                  code=code) + out
         return out
 
-    def _judged(self, request: Request) -> list[Expectation]:
+    def _judged(self, request: RowRequest) -> list[Expected]:
         """The request's expectations this host can witness: without the inside, those
         that need it and have no outside form are left out (the row's detail says so)."""
         if self.inspector is not None:
             return list(request.expect)
         return [e for e in request.expect if EXPECTATIONS[e.name].observable_outside]
 
-    def observe(self, request: Request, response: Response) -> Observed:
+    def observe(self, request: RowRequest, response: Response) -> Observed:
         if not any(EXPECTATIONS[e.name].reads_run for e in request.expect):
             return Observed(response)
         session = self.session(request.action.tenant)

@@ -22,7 +22,7 @@ from refsim.demo.history import Exchange, RecordingClient
 from refsim.wire.client import NO_BODY
 
 
-class DemoRun(Protocol):
+class DemoView(Protocol):
     """What the page reads of a `refsim.demo.report.DemoRun` (named here, not imported, so
     the report module and this one do not import each other)."""
 
@@ -766,7 +766,7 @@ def _mark(result: str) -> str:
     return {"failed": "✕", "blocked": "?", "skipped": "-", "held": "✓"}[cls]
 
 
-def _legs_table(run: DemoRun) -> str:
+def _legs_table(run: DemoView) -> str:
     rows = []
     for leg in run.legs():
         links = ", ".join(
@@ -853,7 +853,7 @@ def _figure(number: int, c: Chapter, steps: Sequence[Step], requests: int) -> st
             f"<figcaption>{h(caption)}</figcaption></figure>")
 
 
-def _chapter(run: DemoRun, d: Derivation, number: int, c: Chapter) -> str:
+def _chapter(run: DemoView, d: Derivation, number: int, c: Chapter) -> str:
     exchanges = [run.client.exchanges[seq - 1] for seq in c.exchanges]
     steps = steps_of(d, exchanges)
     failed = sum(not f.ok for f in c.findings)
@@ -883,7 +883,7 @@ def _chapter(run: DemoRun, d: Derivation, number: int, c: Chapter) -> str:
             + "</section>")
 
 
-def render_report(run: DemoRun) -> str:
+def render_report(run: DemoView) -> str:
     """The whole page. Pure in `run`: the same demo gives the same bytes."""
     labels = run.run_labels()
     d = Derivation(run.client.exchanges, labels, run.runs)
