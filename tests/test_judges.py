@@ -121,16 +121,12 @@ def test_every_judge_has_a_pass_and_a_fail_test() -> None:
             n.startswith(f"test_{name}_fails") for n in here), f"judge {name} has no failing test"
 
 
-def test_the_judge_list_is_what_this_file_expects() -> None:
-    assert _judge_names() == sorted([
-        "absent", "content_free", "copies_gone", "counter_delta", "counter_moved",
-        "counter_unchanged", "created", "echo", "envelope", "eval_events_alike", "eval_order",
-        "facet_implies_matching", "frequencies_alike", "indistinguishable", "latency_alike",
-        "latency_tail_alike", "miss_count",
-        "no_content_in", "no_derived_entries", "no_echo", "no_entries_on_wire",
-        "no_new_runs", "no_recorded_content", "no_reresolution", "no_secret_in",
-        "nothing_minted", "outcomes_equal", "passed_is", "present_in", "refused",
-        "refused_registered", "schema_vector", "unchanged", "uniform"])
+def test_the_judge_finder_finds_every_public_function_of_findings() -> None:
+    """What the rule above ranges over: every public judge, whichever form its findings
+    take (one, or a list)."""
+    found = set(_judge_names())
+    assert {"created", "refused", "miss_count", "no_foreign_run_ids"} <= found
+    assert "scored" not in found and "id_forms" not in found  # helpers return no finding
 
 
 # -- helpers the judges stand on ----------------------------------------------------------------
@@ -1129,3 +1125,130 @@ def test_alike_does_not_ask_again_after_an_acceptance() -> None:
     ask, asked = _asker(lambda n: refusal())
     found = alike(REQ, [("a", ask), ("b", ask)], [refusal(), resp(201, {"runId": SOURCE_ID})])
     assert not found.ok and asked == []
+
+
+# -- the machine's judges (refsim.testing.stateful judges through these, as the rows do) ------
+
+def test_refused_as_passes() -> None:
+    assert ok_all(judges.refused_as(REQ, refusal(), "unusable"))
+
+
+def test_refused_as_fails_on_another_status_or_code() -> None:
+    assert failed(judges.refused_as(REQ, resp(201, {"runId": SOURCE_ID}), "unusable"))
+    assert failed(judges.refused_as(REQ, refusal(code="not_found", status=404), "unusable"))
+
+
+def test_answered_passes() -> None:
+    assert ok_all(judges.answered(REQ, resp(200, {}), 200, "resolving"))
+
+
+def test_answered_fails() -> None:
+    assert failed(judges.answered(REQ, resp(409, {}), 200, "resolving"))
+
+
+def test_code_registered_passes() -> None:
+    assert ok_all(judges.code_registered(REQ, refusal()))
+    assert ok_all(judges.code_registered(REQ, resp(200, {})))  # a success needs no code
+
+
+def test_code_registered_fails_on_a_code_unregistered_or_at_another_status() -> None:
+    assert failed(judges.code_registered(REQ, refusal(code="bad_source")))
+    assert failed(judges.code_registered(REQ, refusal(status=404)))
+
+
+def test_refused_registered_any_passes() -> None:
+    assert ok_all(judges.refused_registered_any(REQ, refusal(), "a fork of a gone copy"))
+    assert ok_all(judges.refused_registered_any(
+        REQ, refusal(status=404, code="not_found"), "a fork of a gone copy"))
+
+
+def test_refused_registered_any_fails_on_a_success_or_an_unregistered_code() -> None:
+    assert failed(judges.refused_registered_any(REQ, resp(201, {"runId": "x"}), "a fork"))
+    assert failed(judges.refused_registered_any(REQ, refusal(code="gone_copy"), "a fork"))
+
+
+def test_no_foreign_run_ids_passes() -> None:
+    others = [("acme", SOURCE_ID, (OPAQUE,)), ("globex", FOREIGN_ID, ("run-zyxwvutsrq98",))]
+    assert ok_all(judges.no_foreign_run_ids(REQ, f'{{"runId": "{SOURCE_ID}"}}', "acme",
+                                            others))
+
+
+def test_no_foreign_run_ids_fails_on_another_tenants_id_in_any_form() -> None:
+    others = [("globex", FOREIGN_ID, tuple(judges.id_forms(FOREIGN_ID)))]
+    found = judges.no_foreign_run_ids(REQ, f"see {project(FOREIGN_ID)}", "acme", others)
+    assert failed(found) and FOREIGN_ID in found.message
+
+
+def test_scored_once_passes() -> None:
+    assert ok_all(judges.scored_once(REQ, eval_log()))
+
+
+def test_scored_once_fails_on_none_or_two() -> None:
+    log = eval_log()
+    assert failed(judges.scored_once(REQ, [e for e in log if e["type"] != "eval.scored"]))
+    assert failed(judges.scored_once(REQ, [*log, *judges.of_type(log, "eval.scored")]))
+
+
+def test_scored_miss_count_passes() -> None:
+    assert ok_all(judges.scored_miss_count(REQ, eval_log(misses=2), "record", 2))
+
+
+def test_scored_miss_count_fails_on_another_count_or_a_bool() -> None:
+    assert failed(judges.scored_miss_count(REQ, eval_log(misses=1), "record", 0))
+    log = eval_log()
+    judges.of_type(log, "eval.scored")[0]["payload"]["fixtureMissCount"] = True
+    assert failed(judges.scored_miss_count(REQ, log, "record", 1))
+
+
+def test_scored_passed_passes() -> None:
+    assert ok_all(judges.scored_passed(REQ, eval_log(passed=False), "record", False))
+
+
+def test_scored_passed_fails() -> None:
+    assert failed(judges.scored_passed(REQ, eval_log(passed=True), "record", False))
+    assert failed(judges.scored_passed(REQ, eval_log(), "other-task", True))
+
+
+def test_served_as_recorded_passes() -> None:
+    assert ok_all(judges.served_as_recorded(REQ, [{"count": 1}, {"code": "x"}],
+                                            [{"count": 1}, {"code": "x"}]))
+
+
+def test_served_as_recorded_fails_on_another_answer_or_order() -> None:
+    assert failed(judges.served_as_recorded(REQ, [{"count": 2}], [{"count": 1}]))
+    assert failed(judges.served_as_recorded(REQ, [1, 2], [2, 1]))
+
+
+def test_derived_as_held_passes() -> None:
+    entries = [["counter", {"op": "inc"}, {"count": 1}, False]]
+    assert ok_all(judges.derived_as_held(REQ, entries, copy.deepcopy(entries), "copy"))
+
+
+def test_derived_as_held_fails_on_an_entry_too_many() -> None:
+    entries = [["counter", {"op": "inc"}, {"count": 1}, False]]
+    assert failed(judges.derived_as_held(REQ, entries * 2, entries, "copy"))
+
+
+def test_counter_reads_passes() -> None:
+    assert ok_all(judges.counter_reads(REQ, 3, 3, "acme's counter k1"))
+
+
+def test_counter_reads_fails() -> None:
+    found = judges.counter_reads(REQ, 4, 3, "acme's counter k1")
+    assert failed(found) and "model expects 3" in found.message
+
+
+def test_no_copies_left_passes() -> None:
+    assert ok_all(judges.no_copies_left(REQ, 0, SOURCE_ID))
+
+
+def test_no_copies_left_fails() -> None:
+    assert failed(judges.no_copies_left(REQ, 1, SOURCE_ID))
+
+
+def test_suite_taken_passes() -> None:
+    assert ok_all(judges.suite_taken(REQ, True, "s"))
+
+
+def test_suite_taken_fails() -> None:
+    assert failed(judges.suite_taken(REQ, False, "s"))

@@ -80,7 +80,7 @@ def test_the_printed_program_is_valid_python_that_reproduces_on_the_faulty_host(
 def test_the_default_machine_class_drives_a_fresh_seeded_host() -> None:
     machine = RecordedFixturesMachine()
     assert isinstance(machine.client, SimHost)
-    assert machine.sim is machine.client
+    assert machine.inside is not None and machine.inside.run_count() == 0  # reads it inside
 
 
 def test_the_rule_sampler_has_a_short_repr_and_scripts_are_the_tables_own() -> None:

@@ -140,15 +140,58 @@ def created(req: str, response: Response, what: str) -> Finding:
 def refused(req: str, response: Response, what: str, *, status: int = 400,
             code: str = "validation_error") -> list[Finding]:
     """Status, code, and a well-formed registered-code envelope."""
+    out = [refused_as(req, response, what, status=status, code=code)]
+    if response.status >= 400:
+        out.append(envelope(req, response, what))
+    return out
+
+
+def refused_as(req: str, response: Response, what: str, *, status: int = 400,
+               code: str = "validation_error") -> Finding:
+    """Status and code, the envelope aside."""
     body = response.json if isinstance(response.json, dict) else {}
     got = body.get("error")
     answered = (f"{response.status} {got}" if got is not None else
         f"{response.status}, no error code")
-    out = [check(req, response.status == status and got == code,
-                 f"{what}: expected {status} {code}, got {answered}", _obs(response))]
-    if response.status >= 400:
-        out.append(envelope(req, response, what))
-    return out
+    return check(req, response.status == status and got == code,
+                 f"{what}: expected {status} {code}, got {answered}", _obs(response))
+
+
+def answered(req: str, response: Response, status: int, what: str) -> Finding:
+    """The status asked for, whatever the body."""
+    return check(req, response.status == status,
+                 f"{what}: expected {status}, got {response.status}", _obs(response))
+
+
+def code_registered(req: str, response: Response) -> Finding:
+    """An error answer's code is registered at its status (a success needs none)."""
+    if response.status < 400:
+        return ok(req, f"answered {response.status}")
+    body = response.json if isinstance(response.json, dict) else {}
+    code = str(body.get("error"))
+    return check(req, is_registered(code, response.status),
+                 f"error {code} is registered at {response.status}"
+                 if is_registered(code, response.status)
+                 else f"unregistered error {code} at {response.status}", _obs(response))
+
+
+def refused_registered_any(req: str, response: Response, what: str) -> Finding:
+    """Refused, by any error status, with a code registered at it."""
+    body = response.json if isinstance(response.json, dict) else {}
+    good = response.status >= 400 and is_registered(str(body.get("error")), response.status)
+    return check(req, good, f"{what}: refused with {response.status} {body.get('error')}"
+                 if good else f"{what} answered {response.status} {body}", _obs(response))
+
+
+def no_foreign_run_ids(req: str, text: str, caller: str,
+                       others: Iterable[tuple[str, str, Iterable[str]]]) -> Finding:
+    """Isolation: an answer to `caller` carries no other tenant's run id. `others` holds
+    (owner, run id, the strings any form of the id contains: `id_forms`, or the opaque
+    segment every form shares)."""
+    for owner, run_id, needles in others:
+        if owner != caller and any(n in text for n in needles):
+            return fail(req, f"a response to {caller} carries {owner}'s run id {run_id}")
+    return ok(req, f"a response to {caller} carries no other tenant's run id")
 
 
 def envelope(req: str, response: Response, what: str) -> Finding:
@@ -628,29 +671,83 @@ def miss_count(req: str, events: Sequence[Mapping[str, Any]], summary: Any, task
                expected: int) -> list[Finding]:
     """fixtureMissCount on eval.scored and in the summary: an integer (not a bool) equal to
     `expected`."""
-    def count_is(got: Any, field: str) -> Finding:
-        is_int = isinstance(got, int) and not isinstance(got, bool)
-        kind = "" if is_int or got is None else f" (a {type(got).__name__}, not an integer)"
-        return check(req, is_int and got == expected,
-                     f"{field} is {got!r}{kind}, expected {expected}")
-    score = scored(events, task_id)
     task = _summary_task(summary, task_id)
-    return [count_is(None if score is None else score.get("fixtureMissCount"),
-                     f"eval.scored[{task_id}].fixtureMissCount"),
-            count_is(None if task is None else task.get("fixtureMissCount"),
-                     f"summary task {task_id} fixtureMissCount")]
+    return [scored_miss_count(req, events, task_id, expected),
+            _count_is(req, None if task is None else task.get("fixtureMissCount"),
+                      f"summary task {task_id} fixtureMissCount", expected)]
+
+
+def scored_miss_count(req: str, events: Sequence[Mapping[str, Any]], task_id: str,
+                      expected: int) -> Finding:
+    """fixtureMissCount on the task's eval.scored: an integer (not a bool), `expected`."""
+    score = scored(events, task_id)
+    return _count_is(req, None if score is None else score.get("fixtureMissCount"),
+                     f"eval.scored[{task_id}].fixtureMissCount", expected)
+
+
+def _count_is(req: str, got: Any, field: str, expected: int) -> Finding:
+    is_int = isinstance(got, int) and not isinstance(got, bool)
+    kind = "" if is_int or got is None else f" (a {type(got).__name__}, not an integer)"
+    return check(req, is_int and got == expected, f"{field} is {got!r}{kind}, expected {expected}")
+
+
+def scored_once(req: str, events: Sequence[Mapping[str, Any]]) -> Finding:
+    """An eval run of one task scores it once: one eval.scored event."""
+    count = len(of_type(events, "eval.scored"))
+    return check(req, count == 1, f"the eval run of one task has {count} eval.scored event(s)")
 
 
 def passed_is(req: str, events: Sequence[Mapping[str, Any]], summary: Any, task_id: str,
               expected: bool) -> list[Finding]:
-    score = scored(events, task_id)
     task = _summary_task(summary, task_id)
-    got = None if score is None else score.get("passed")
     got_s = None if task is None else task.get("passed")
-    return [check(req, got is expected,
-                  f"eval.scored[{task_id}].passed is {got}, expected {expected}"),
+    return [scored_passed(req, events, task_id, expected),
             check(req, got_s is expected,
                   f"summary task {task_id} passed is {got_s}, expected {expected}")]
+
+
+def scored_passed(req: str, events: Sequence[Mapping[str, Any]], task_id: str,
+                  expected: bool) -> Finding:
+    score = scored(events, task_id)
+    got = None if score is None else score.get("passed")
+    return check(req, got is expected,
+                 f"eval.scored[{task_id}].passed is {got}, expected {expected}")
+
+
+def served_as_recorded(req: str, got: Sequence[Any], want: Sequence[Any]) -> Finding:
+    """The answers a replay served its agent, in order, are the recorded ones (errors
+    compared by code: a message is the host's to word)."""
+    same = canonical(list(got)) == canonical(list(want))
+    return check(req, same, "the served answers are the recorded ones" if same
+                 else f"served answers {list(got)} differ from the recorded ones {list(want)}",
+                 {"got": list(got), "want": list(want)})
+
+
+def derived_as_held(req: str, got: Sequence[Any], want: Sequence[Any], what: str) -> Finding:
+    """§D, white box: the stored derived copy is the entries the held calls give."""
+    same = canonical(list(got)) == canonical(list(want))
+    return check(req, same, f"{what}: the derived copy is the held calls' entries" if same
+                 else f"{what}: the derived copy differs from the held calls' entries",
+                 {"got": list(got), "want": list(want)})
+
+
+def counter_reads(req: str, got: int, want: int, what: str) -> Finding:
+    """A live counter as a model of the host's live calls counts it."""
+    return check(req, got == want, f"{what} reads {got}" if got == want
+                 else f"{what} reads {got}, the model expects {want}",
+                 {"got": got, "want": want})
+
+
+def no_copies_left(req: str, count: int, source: str) -> Finding:
+    """Security, white box: no derived copy of an erased source is stored."""
+    return check(req, count == 0, f"no derived copy of erased {source} remains" if not count
+                 else f"{count} derived copies of erased {source} remain")
+
+
+def suite_taken(req: str, taken: bool, suite_id: str) -> Finding:
+    """A well-formed suite the checker registers is taken (else nothing it names can run)."""
+    return check(req, taken, f"the host took suite {suite_id}" if taken
+                 else f"the host refused suite {suite_id}")
 
 
 def _summary_task(summary: Any, task_id: str) -> Mapping[str, Any] | None:

@@ -136,6 +136,51 @@ class Inspector(Protocol):
         """Take a run out of the host, as a host that deletes runs would."""
         ...
 
+    # What the machine reads inside after every step, where a request per read would cost
+    # most of the step:
+
+    def tenant_of(self, api_key: str) -> str | None:
+        """The host's own name of the key's tenant."""
+        ...
+
+    def counters(self, tenant: str, names: Sequence[str]) -> list[int]:
+        """The tenant's (by the host's name) live counters `names`, as the seam reads them."""
+        ...
+
+    def live_counters(self) -> Mapping[tuple[str, str], int]:
+        """Every live counter that moved, by (tenant, key)."""
+        ...
+
+    def counter_seam(self) -> bool:
+        """Whether the host serves the counter seam (its counters are the seam's to read)."""
+        ...
+
+    def unheld_agents(self) -> frozenset[str]:
+        """The agents whose calls the host does not hold."""
+        ...
+
+    def rewrites_answers(self) -> bool:
+        """Whether something between the host and the wire rewrites its answers (then the
+        host is only read over its wire, never shortcut inside)."""
+        ...
+
+    def register_suite(self, api_key: str, doc: Mapping[str, Any]) -> bool:
+        """Register a suite document for the key's tenant where the suite seam would."""
+        ...
+
+    def resolved_and_derived(self) -> tuple[dict[str, int], dict[str, int]]:
+        """How often each run was resolved as a source, and derived from, by id."""
+        ...
+
+    def copy_of(self, source_id: str, eval_id: str, task_id: str
+                ) -> list[tuple[str, Any, Any, bool]] | None:
+        """The derived copy stored for one eval task: (tool, args, response, is_error)."""
+        ...
+
+    def copy_count(self, source_id: str) -> int:
+        """How many derived copies are stored under a source."""
+        ...
+
 
 
 @attrs.define
@@ -190,6 +235,51 @@ class SimInspector:
     def delete_run(self, run_id: str) -> bool:
         rid = parse_bound(run_id)
         return rid is not None and self._core.runs.pop(rid, None) is not None
+
+    def tenant_of(self, api_key: str) -> str | None:
+        owner = self._core.caller(api_key)
+        return None if owner is None else str(owner.tenant)
+
+    def counters(self, tenant: str, names: Sequence[str]) -> list[int]:
+        value = self._core.gateway.counter_value
+        return [int(value(tenant, name)) for name in names]
+
+    def live_counters(self) -> Mapping[tuple[str, str], int]:
+        counters: Mapping[tuple[str, str], int] = self._core.gateway.counters
+        return counters
+
+    def counter_seam(self) -> bool:
+        return bool(self._core.profile.counter_seam)
+
+    def unheld_agents(self) -> frozenset[str]:
+        return frozenset(self._core.profile.unheld_agents)
+
+    def rewrites_answers(self) -> bool:
+        return getattr(self.host, "edge", None) is not None
+
+    def register_suite(self, api_key: str, doc: Mapping[str, Any]) -> bool:
+        from refsim.suite_docs import parse_suite
+        owner = self._core.caller(api_key)
+        return owner is not None and bool(self._core.suites.register(owner.tenant,
+                                                                     parse_suite(dict(doc))))
+
+    def resolved_and_derived(self) -> tuple[dict[str, int], dict[str, int]]:
+        return ({rid.bound: n for rid, n in self._core.resolutions.items()},
+                {rid.bound: n for rid, n in self._core.derivations.items()})
+
+    def copy_of(self, source_id: str, eval_id: str, task_id: str
+                ) -> list[tuple[str, Any, Any, bool]] | None:
+        source, run = parse_bound(source_id), parse_bound(eval_id)
+        held = self._core.runs.get(source) if source is not None else None
+        if held is None or run is None:
+            return None
+        copy = self._core.copies.get(held.run_id, run, task_id)
+        return None if copy is None else [(e.tool, e.args, e.response, e.is_error)
+                                          for e in copy]
+
+    def copy_count(self, source_id: str) -> int:
+        rid = parse_bound(source_id)
+        return 0 if rid is None else int(self._core.copies.count_for(rid))
 
 
 

@@ -37,6 +37,7 @@ from hypothesis.stateful import (
 
 from refsim import catalog
 from refsim.check import judges
+from refsim.check.findings import Finding
 from refsim.check.ids import req_id
 from refsim.check.judges import id_forms
 from refsim.check.observe import (
@@ -51,6 +52,7 @@ from refsim.check.observe import (
     Surface,
     alike,
     eval_body,
+    inspector_of,
     noise_of_host,
     run_path,
     surface_of,
@@ -61,7 +63,6 @@ from refsim.domain.canonical import canonical
 from refsim.domain.ids import RunId, parse_bound
 from refsim.domain.tools import VAULT, vault_credential
 from refsim.host import SimHost
-from refsim.suite_docs import parse_suite
 from refsim.testing.model import Entry, Model, ModelRun
 from refsim.testing.strategies import (
     ANY_SCRIPTS,
@@ -73,7 +74,6 @@ from refsim.testing.strategies import (
     suite_script,
 )
 from refsim.wire.client import HostClient
-from refsim.wire.errors import is_registered
 from refsim.wire.response import Response
 
 # The counters the machine's scripts and the suites it names can move or read.
@@ -141,6 +141,13 @@ def expect(condition: bool, requirement_id: str, message: str) -> None:
         if focus is not None and requirement_id != focus:
             reject()
         raise RequirementViolated(requirement_id, message)
+
+
+def judged(finding: Finding) -> None:
+    """The machine's verdicts are the checker's judges' (`refsim.check.judges`): a failed
+    finding fails the step."""
+    if not finding.ok:
+        expect(False, finding.requirement_id, finding.message)
 
 
 def _norm(value: Any, failed: bool) -> Any:
@@ -285,18 +292,19 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         super().__init__()
         settle_constants()
         self.client = type(self).client_factory()
-        self.sim = self.client if isinstance(self.client, SimHost) else None
+        # What only the simulator sees (in process): None for a host behind HTTP.
+        self.inside = inspector_of(self.client)
         self.keys = dict(type(self).tenant_keys)
         cls = type(self)
         if cls.offered is None:
             cls.offered = Offered(surface_of(self.client))
         self.offer = cls.offered
-        unheld = self.sim.profile.unheld_agents if self.sim else frozenset({UNHELD})
+        unheld = self.inside.unheld_agents() if self.inside else frozenset({UNHELD})
         self.model = Model(fixture_errors=self.offer.surface.advertises("fixtureErrors"),
                            unheld_agents=unheld)
         # A fresh host per example in process; over HTTP one host the examples share.
         kept = HostMemory(self.client)
-        if self.sim is None:
+        if self.inside is None:
             if cls.kept is None or cls.kept.client is not self.client:
                 cls.kept = kept
             kept = cls.kept
@@ -304,7 +312,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         # Per caller: the refusals every unusable source gets, by signature (noise set
         # aside): one, or more that asked again could not be told apart.
         self.refusals: dict[str, dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
-        self.oracles: list[str] = []
+        self.oracles: list[Finding] = []
         if self.offer.recorded:  # learnt before any step: a replayed example asks what
             self._noise()        # the first did (never fixtureRuns the host did not offer)
         self.narrate = narrating()
@@ -312,9 +320,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self._needles: dict[str, tuple[str, ...]] = {}
         # In process, where every tenant label is the host's own tenant name, the host's
         # counters can be compared with the model's in one step (see `live_state_agrees`).
-        self._same_names = self.sim is not None and all(
-            getattr(self.sim.core.caller(key), "tenant", None) == label
-            for label, key in self.keys.items())
+        self._same_names = self.inside is not None and all(
+            self.inside.tenant_of(key) == label for label, key in self.keys.items())
         type(self).examples_run += 1
         # (tenant, counter key) pairs the current step may have moved: read after it; and
         # every key a step of the example may have moved (read for every tenant at its end).
@@ -346,20 +353,18 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         read where the seam reads them (the host's gateway), without a request per key and
         step: most of a machine run's cost otherwise."""
         owner = self._gateway_owner(tenant)
-        if self.sim is not None and owner is not None:
-            counter = self.sim.core.gateway.counter_value
-            return [(name, counter(owner, name)) for name in names]
+        if self.inside is not None and owner is not None:
+            names = tuple(names)
+            return list(zip(names, self.inside.counters(owner, names), strict=True))
         session = Session(self.client, self.keys[tenant])
         return [(name, session.counter(name)) for name in names]
 
     def _gateway_owner(self, tenant: str) -> str | None:
         """In process, the host's own name for `tenant`, where its counters are read inside
         the host (as the counter seam would, at no request's cost); else None."""
-        sim = self.sim
-        if sim is None or not sim.profile.counter_seam:
+        if self.inside is None or not self.inside.counter_seam():
             return None
-        owner = sim.core.caller(self.keys[tenant])
-        return None if owner is None else owner.tenant
+        return self.inside.tenant_of(self.keys[tenant])
 
     def _may_move(self, tenants: Iterable[str], script: list[Any]) -> None:
         """A step ran `script` (or sent it, to be refused) on behalf of `tenants`: their
@@ -395,15 +400,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         """Every response: no other tenant's run id in any form (isolation)."""
         type(self).requests_made += 1
         text = response.body.decode("utf-8", "replace")
-        for run in self.model.runs.values():
-            if run.tenant != tenant and any(n in text for n in self._needles_of(run.id)):
-                expect(False, req_id("0252.tenant-isolation"),
-                       f"a response to {tenant} carries {run.tenant}'s run id {run.id}")
+        judged(judges.no_foreign_run_ids(
+            req_id("0252.tenant-isolation"), text, tenant,
+            ((run.tenant, run.id, self._needles_of(run.id)) for run in self.model.runs.values()
+             if run.tenant != tenant)))
         if response.status >= 400:
-            body = response.json if isinstance(response.json, dict) else {}
-            expect(is_registered(str(body.get("error")), response.status),
-                   "refsim.requirement.wire.registered-codes",
-                   f"unregistered error {body.get('error')} at {response.status}")
+            judged(judges.code_registered("refsim.requirement.wire.registered-codes", response))
         return response
 
     def _suite(self, tenant: str, script: list[Any], *, source: bool, trials: int = 1,
@@ -427,15 +429,15 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if (tenant, suite_id) not in self.registered:
             doc = {"suiteId": suite_id, "version": "1.0.0", "modes": ["golden"], "trials": trials,
                    "tasks": [task]}
-            owner = (self.sim.core.caller(self.keys[tenant]) if self._same_names and
-                self.sim is not None else None)
-            if self.sim is not None and owner is not None and self.sim.edge is None:
+            inside = self.inside if self._same_names else None
+            if (inside is not None and inside.tenant_of(self.keys[tenant]) is not None
+                    and not inside.rewrites_answers()):
                 # In process the suite is registered where the seam registers it, as the
                 # counters are read where the seam reads them: the seam's own checks are
                 # not what the machine judges, and would cost a fifth of a step.
-                registered = self.sim.core.suites.register(owner.tenant, parse_suite(doc))
-                expect(registered, req_id("0252.usable-source-accepted"),
-                       f"the host refused suite {suite_id}")
+                judged(judges.suite_taken(req_id("0252.usable-source-accepted"),
+                                          inside.register_suite(self.keys[tenant], doc),
+                                          suite_id))
             else:
                 r = self.client.request("POST", "/conformance/seams/eval-suites",
                                         api_key=self.keys[tenant], json={"suite": doc})
@@ -443,15 +445,14 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                     self._broke(SEAM_SUITES, r)
                     return self._suite(tenant, script, source=source, trials=trials,
                                        drift=drift)
-                expect(r.status == 201, req_id("0252.usable-source-accepted"),
-                       f"the suite seam refused a suite: {r.status} {r.json}")
+                judged(judges.created(req_id("0252.usable-source-accepted"), r,
+                                      "the suite seam, given a suite"))
             self.registered.add((tenant, suite_id))
         return suite_id, "t", script, trials, "ok"
 
     def _created_id(self, tenant: str, r: Response, what: str) -> str:
         self._checked(tenant, r)
-        expect(r.status == 201, req_id("0252.usable-source-accepted"),
-               f"{what}: expected 201, got {r.status} {r.json}")
+        judged(judges.created(req_id("0252.usable-source-accepted"), r, what))
         return str(r.json["runId"])
 
     def _record(self, run: ModelRun) -> ModelRun:
@@ -481,19 +482,19 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if name not in self._added:  # else an earlier example added it to this host
             r = self.client.request("POST", "/conformance/seams/tenants",
                                     api_key=self.keys["acme"], json={"name": name, "apiKey": key})
-            if r.status == 400 and self.sim is None:
+            if r.status == 400 and self.inside is None:
                 if self.narrate:
                     note(f"{name} already exists on this long-lived host")  # another run's
             elif not 200 <= r.status < 300 and r.status != 400:
                 self._broke(SEAM_TENANTS, r)  # listed, but it does not answer: nothing added
                 return multiple()
             else:
-                expect(r.status == 201, req_id("0252.tenant-isolation"),
-                       f"adding tenant {name}: {r.status}")
+                judged(judges.created(req_id("0252.tenant-isolation"), r,
+                                      f"adding tenant {name}"))
         self.keys[name] = key
         self._added.add(name)
-        if self.sim is not None:  # the one-step counter comparison needs the same names
-            self._same_names &= getattr(self.sim.core.caller(key), "tenant", None) == name
+        if self.inside is not None:  # the one-step counter comparison needs the same names
+            self._same_names &= self.inside.tenant_of(key) == name
         self._take_in_counters(name)
         self._count("tenant:add")
         if self.narrate:
@@ -530,7 +531,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         run_id = self._created_id(tenant, r, f"a {kind} source run")
         run = self._record(ModelRun(run_id, tenant, kind, lane, True, script=script))
         self.model.run_live(tenant, lane, script, run.calls, run.invoked)
-        if self.sim is None or not self._same_names:  # counts the model may not know
+        if self.inside is None or not self._same_names:  # counts the model may not know
             self.model.take_in(tenant, run.calls, self._session(tenant).events(run_id))
             self._settled.add(run_id)
         self._count("source:" + kind)
@@ -557,7 +558,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         run_id = self._created_id(tenant, r, "a waiting run")
         run = self._record(ModelRun(run_id, tenant, "waiting", RECORDER, False, script=script))
         self.model.run_live(tenant, RECORDER, script, run.calls, run.invoked)
-        if self.sim is None or not self._same_names:
+        if self.inside is None or not self._same_names:
             self.model.take_in(tenant, run.calls, self._session(tenant).events(run_id))
             self._settled.add(run_id)  # waiting for input, until it is resolved
         self._count("source:non-terminal")
@@ -589,17 +590,17 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                                           api_key=self.keys[run.tenant]))
         if r.status in (404, 405, 501) and not (isinstance(r.json, dict)
                                                 and r.json.get("error") == "not_found"
-                                                and self.sim is not None
-                                                and self.sim.edge is None):
+                                                and self.inside is not None
+                                                and not self.inside.rewrites_answers()):
             self._broke(SEAM_RESOLVE, r)
             return
         if run.kind == "waiting" and not run.terminal:
-            expect(r.status == 200, req_id("0252.non-terminal-refused"), f"resolving: {r.status}")
+            judged(judges.answered(req_id("0252.non-terminal-refused"), r, 200, "resolving"))
             run.terminal = True
             self._count("resolve")
         else:
-            expect(r.status == 409, req_id("0252.non-terminal-refused"),
-                   f"resolving a run that is not waiting: {r.status}")
+            judged(judges.answered(req_id("0252.non-terminal-refused"), r, 409,
+                                   "resolving a run that is not waiting"))
 
     # -- replays
 
@@ -618,7 +619,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         usable = self.model.usable(caller, source_id, lane)
         if caller != source.tenant:
             self._count("cross-tenant")
-        before = dict(self.sim.core.resolutions) if self.sim else {}
+        before = self.inside.resolutions(source_id) if self.inside else 0
         # A host may answer before a run has finished, and a source still running is
         # rightly refused (§C): its owner reads it until it settles before it is named
         # (once: a run read until it settled stays so, until it is resolved).
@@ -632,9 +633,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             self._refused_unusable(caller, r, [source_id], kind,
                                    lambda v: eval_body(suite, {task: v}, agent_id=lane))
             return multiple()
-        expect(r.status == 201, req_id("0252.usable-source-accepted"),
-               f"{caller} replaying usable source {source_id} on lane {lane}: "
-               f"{r.status} {r.json}")
+        judged(judges.created(req_id("0252.usable-source-accepted"), r,
+                              f"{caller} replaying usable source {source_id} on lane {lane}"))
         run_id = str(r.json["runId"])
         entries = self.model.derive(usable, lane)
         run = self._record(ModelRun(run_id, caller, "eval", lane, True, fixture_runs={
@@ -651,24 +651,19 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             note(f"{caller} replayed {source_id} as {run_id} ({variant}, {trials} trial(s)): "
                  f"expect {misses} miss(es)")
         self._judge_eval(run, answers)
-        if self.sim is not None:
-            copy = self.sim.core.copies.get(self.sim.core.runs[_rid(source_id)].run_id,
-                                            _rid(run_id), task)
-            got = [Entry(e.tool, e.args, _norm(e.response, e.is_error), e.is_error)
-                   for e in copy or ()]
-            want = [Entry(e.tool, e.args, _norm(e.response, e.is_error), e.is_error)
+        if self.inside is not None:
+            got = [[tool, args, _norm(response, failed), failed]
+                   for tool, args, response, failed in self.inside.copy_of(
+                       source_id, run_id, task) or ()]
+            want = [[e.tool, e.args, _norm(e.response, e.is_error), e.is_error]
                     for e in entries]
-            expect(canonical([attr_tuple(e) for e in got]) == canonical(
-                [attr_tuple(e) for e in want]), req_id("0252.derive-agent-calls-only"),
-                f"derived copy differs from the source's held calls of {lane}")
-            secret = vault_credential(usable.tenant)
-            expect(secret not in canonical([attr_tuple(e) for e in got]),
-                   req_id("0252.no-egress-credential"),
-                   "an egress credential entered a derived entry")
-            expect(before.get(_rid(source_id), 0) + 1 ==
-                   self.sim.core.resolutions.get(_rid(source_id), 0),
-                   req_id("0252.fork-no-reresolve"),
-                   "the source was resolved other than once at create")
+            judged(judges.derived_as_held(req_id("0252.derive-agent-calls-only"), got, want,
+                                          f"the copy of {source_id}'s held calls of {lane}"))
+            judged(judges.no_secret_in(req_id("0252.no-egress-credential"), got,
+                                       [vault_credential(usable.tenant)], "a derived entry"))
+            judged(judges.counter_delta(req_id("0252.fork-no-reresolve"), before,
+                                        self.inside.resolutions(source_id), 1,
+                                        "resolving the source at create"))
         return run_id
 
     @precondition(lambda self: self.offer.recorded)
@@ -696,16 +691,16 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             self.erase(source_id)
         self.fork(eval_id, mode)
 
-    @precondition(lambda self: self.sim is not None and self.offer.forks)
+    @precondition(lambda self: self.inside is not None and self.offer.forks)
     @rule(eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
     def delete_source_then_fork(self, eval_id: str, mode: str) -> None:
         """§E, in process: the source deleted outright, as a host that deletes runs would
         (v2 has no portable deletion, so over HTTP there is no such step): a fork of the
         eval run re-reads its copy, never the source."""
-        assert self.sim is not None
+        assert self.inside is not None
         for source_id in (self.model.runs[eval_id].fixture_runs or {}).values():
             source = self.model.runs[source_id]
-            self.sim.core.runs.pop(_rid(source_id), None)
+            self.inside.delete_run(source_id)
             source.held = False
             source.deleted = True
             self._count("delete")
@@ -717,24 +712,20 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         session = self._session(run.tenant)
         events = session.events(run.id)
         self._settled.add(run.id)
-        echoed = judges.echo(req_id("0252.echo-verbatim"), events, run.fixture_runs or {})
-        expect(echoed.ok, echoed.requirement_id, echoed.message)
-        scored = [e.get("payload") or {} for e in events if e.get("type") == "eval.scored"]
-        expect(len(scored) == 1, req_id("0252.miss-count-reported"),
-               f"the eval run of one task has {len(scored)} eval.scored event(s)")
-        misses = scored[0].get("fixtureMissCount")
-        expect(misses == run.expected_misses, req_id("0252.fail-closed-miss"),
-               f"fixtureMissCount {misses}, the model expects {run.expected_misses}")
-        expect(scored[0].get("passed") is run.expected_passed, req_id("0252.fail-closed-miss"),
-               f"passed is {scored[0].get('passed')}, the model expects {run.expected_passed}")
+        task = next(iter(run.fixture_runs or {}), "t")
+        judged(judges.echo(req_id("0252.echo-verbatim"), events, run.fixture_runs or {}))
+        judged(judges.scored_once(req_id("0252.miss-count-reported"), events))
+        judged(judges.scored_miss_count(req_id("0252.fail-closed-miss"), events, task,
+                                        run.expected_misses))
+        judged(judges.scored_passed(req_id("0252.fail-closed-miss"), events, task,
+                                    run.expected_passed))
         if run.agent is not None and judges.outcomes_on_wire(events, run.agent):
             returned = [e.get("payload") or {} for e in events
                         if e.get("type") == "agent.tool-returned"]
             got = [_norm(p.get("error"), True) if "error" in p else p.get("outcome")
                    for p in returned]
             want = [_norm(value, failed) for value, failed in answers]
-            expect(canonical(got) == canonical(want), req_id("0252.source-replayed"),
-                   f"served answers {got} differ from the recorded ones {want}")
+            judged(judges.served_as_recorded(req_id("0252.source-replayed"), got, want))
 
     def _noise(self) -> frozenset[str]:
         """What varies between answers to one and the same request on this host (learnt
@@ -746,16 +737,15 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     def _refused_unusable(self, caller: str, r: Response, supplied: list[str], kind: str,
                           body: Callable[[str], Any]) -> None:
-        expect(r.status == 400 and isinstance(r.json, dict)
-               and r.json.get("error") == "validation_error", req_id("0252.source-refused"),
-               f"an unusable source ({kind}) got {r.status} {r.json}, not 400 validation_error")
+        judged(judges.refused_as(req_id("0252.source-refused"), r,
+                                 f"an unusable source ({kind})"))
         controls: list[Response] = []
         if judges.echo_windows(r, supplied):  # text every refusal carries is no echo
             session = self._session(caller)
             controls = [session.create(body(judges.control_value(v))) for v in supplied]
         unechoed = judges.no_echo(req_id("0252.no-echo"), r, supplied, f"the refusal ({kind})",
                                   controls)
-        expect(unechoed.ok, unechoed.requirement_id, unechoed.message)
+        judged(unechoed)
         # Alike means all a client sees but what varies on every answer (noise): one
         # refusal per caller, whatever made the source unusable. A refusal that reads
         # differently on first sight is asked for again, beside the first one, before the
@@ -771,10 +761,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             found = alike(req_id("0252.source-uniform-body"),
                           [(first_kind, first_ask), (kind, ask)], [first, r], self._noise())
             if not found.ok:
-                self.oracles.append(found.message)
-            expect(found.ok, req_id("0252.source-uniform-body"),
-                   f"unusable-source refusals to {caller} differ ({first_kind}, {kind}): "
-                   + found.message)
+                self.oracles.append(found)
+            judged(attrs.evolve(found, message=f"unusable-source refusals to {caller} differ "
+                                f"({first_kind}, {kind}): {found.message}"))
         seen.setdefault(signature, (kind, ask, r))
         self._count("refusal:" + kind)
 
@@ -819,9 +808,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                        "empty-map": req_id("0252.empty-map-refused"),
                        "suite-fixtures": req_id("0252.suite-fixtures-refused"),
                        }.get(kind, req_id("0252.fields-refused"))
-        expect(r.status == 400 and isinstance(r.json, dict)
-               and r.json.get("error") == "validation_error", requirement,
-               f"{kind}: expected 400 validation_error, got {r.status} {r.json}")
+        judged(judges.refused_as(requirement, r, kind))
         self._count("refusal:" + kind)
 
     # -- erasure and forks
@@ -836,8 +823,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if r.status in (404, 405, 501):  # listed, but no seam answers there: nothing erased
             self._broke(SEAM_ERASE, r)
             return
-        expect(r.status == 200, req_id("0252.copy-erased-with-source"),
-               f"erasing: {r.status} {r.json}")
+        judged(judges.answered(req_id("0252.copy-erased-with-source"), r, 200, "erasing"))
         run.erased = True
         for other in self.model.runs.values():
             if run_id in other.content_from:
@@ -854,24 +840,20 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     def fork(self, eval_id: str, mode: str) -> Any:
         run = self.model.runs[eval_id]
         gone = any(self.model.runs[s].erased for s in (run.fixture_runs or {}).values())
-        before = ((dict(self.sim.core.resolutions), dict(self.sim.core.derivations))
-            if self.sim else None)
+        before = self.inside.resolved_and_derived() if self.inside else None
         self._may_move([run.tenant, *(self.model.runs[s].tenant
                                       for s in (run.fixture_runs or {}).values())], run.script)
         r = self._checked(run.tenant, self._session(run.tenant).fork(eval_id, mode))
-        if self.sim is not None:
-            expect(before == (self.sim.core.resolutions, self.sim.core.derivations),
-                   req_id("0252.fork-no-reresolve"),
-                   "a fork resolved the source run again, or derived from it again")
+        if self.inside is not None:
+            judged(judges.unchanged(req_id("0252.fork-no-reresolve"), before,
+                                    self.inside.resolved_and_derived(),
+                                    "what a fork resolved and derived from its sources"))
         if gone:
-            body = r.json if isinstance(r.json, dict) else {}
-            expect(r.status >= 400 and is_registered(str(body.get("error")), r.status),
-                   req_id("0252.gone-copy-refused"),
-                   f"a {mode} fork whose copy is gone answered {r.status} {body}")
+            judged(judges.refused_registered_any(req_id("0252.gone-copy-refused"), r,
+                                                 f"a {mode} fork whose copy is gone"))
             self._count("fork:gone")
             return multiple()
-        expect(r.status == 201, req_id("0252.fork-no-reresolve"),
-               f"a {mode} fork: {r.status} {r.json}")
+        judged(judges.created(req_id("0252.fork-no-reresolve"), r, f"a {mode} fork"))
         fork_id = str(r.json["runId"])
         child = self._record(ModelRun(fork_id, run.tenant, "fork-" + mode, run.agent, True,
                                       fixture_runs=run.fixture_runs, derived=run.derived,
@@ -918,8 +900,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         world = self.model.world
         moved, self._moved = self._moved, set()
         read: dict[str, list[tuple[str, int | None]]] = {}
-        if (self._same_names and self.sim is not None and self.sim.profile.counter_seam
-                and self.sim.core.gateway.counters == world.counters):
+        if (self._same_names and self.inside is not None and self.inside.counter_seam()
+                and self.inside.live_counters() == world.counters):
             return read  # every counter of every tenant agrees, the watched ones among them
         for tenant in self.keys:
             if self._gateway_owner(tenant) is not None:  # free to read: all of them
@@ -932,21 +914,18 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             for name, got in read[tenant]:
                 if got is None:
                     continue
-                want = world.counter_value(tenant, name)
-                if got != want:
-                    expect(False, req_id("0252.fail-closed-miss"),
-                           f"{tenant}'s live counter {name} reads {got}, the model expects "
-                           f"{want}")
+                judged(judges.counter_reads(req_id("0252.fail-closed-miss"), got,
+                                            world.counter_value(tenant, name),
+                                            f"{tenant}'s live counter {name}"))
         return read
 
     def erasure_reaches_copies(self) -> None:
-        if self.sim is None:
+        if self.inside is None:
             return
         for run in self.model.runs.values():
             if run.erased:
-                count = self.sim.core.copies.count_for(_rid(run.id))
-                expect(count == 0, req_id("0252.copy-erased-with-source"),
-                       f"{count} derived copies of erased {run.id} remain")
+                judged(judges.no_copies_left(req_id("0252.copy-erased-with-source"),
+                                             self.inside.copy_count(run.id), run.id))
 
     def teardown(self) -> None:
         """The example's final check, where no step failed: every tenant's counters that any
@@ -965,14 +944,14 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                         self._known[tenant].update(readings)
                     self._memory.counters = self._known
         finally:
-            for name in ("client", "sim", "model", "refusals", "registered", "_needles",
+            for name in ("client", "inside", "model", "refusals", "registered", "_needles",
                          "oracles", "_memory"):
                 self.__dict__.pop(name, None)
             super().teardown()
 
     def refusals_uniform(self) -> None:
-        expect(not self.oracles, req_id("0252.source-uniform-body"),
-               "unusable-source refusals to one caller are not alike")
+        if self.oracles:  # a difference found at a step, found again after every step
+            judged(self.oracles[0])
 
 
 def attr_tuple(entry: Entry) -> list[Any]:
