@@ -193,3 +193,53 @@ def test_no_domain_entry_point_takes_a_request_dict() -> None:
         for param in inspect.signature(fn).parameters.values():
             assert param.name not in ("body", "request"), f"HostCore.{name}({param.name})"
             assert "dict[str, Any]" not in str(param.annotation), f"HostCore.{name}({param})"
+
+
+# Where a verdict may be written: a judge (check/judges.py) or an expectation class
+# (check/expectations.py); findings.py defines the constructors.
+VERDICT_HOMES = frozenset({"refsim.check.judges", "refsim.check.expectations",
+                           "refsim.check.findings"})
+
+
+def _verdicts_written(name: str, path: Path) -> list[str]:
+    """Where a module builds a finding itself: a call of `check`, `fail`, `ok` or
+    `Finding` imported from refsim.check.findings (or named through the module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    makers = {alias.asname or alias.name for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module == "refsim.check.findings"
+              for alias in node.names if alias.name in ("check", "fail", "ok", "Finding")}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in makers:
+            found.append(f"{name}:{node.lineno} {func.id}(...)")
+        elif (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+              and func.value.id == "findings" and func.attr in ("check", "fail", "ok")):
+            found.append(f"{name}:{node.lineno} findings.{func.attr}(...)")
+    return found
+
+
+def test_every_verdict_is_written_in_a_judge_or_an_expectation_class() -> None:
+    written = [w for name, path in _modules().items() if name not in VERDICT_HOMES
+               for w in _verdicts_written(name, path)]
+    assert written == []
+
+
+def test_the_verdict_rule_finds_a_finding_built_elsewhere(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("from refsim.check.findings import check as c\n"
+                       "def judge(x):\n    return c('req', x == 1, 'x is one')\n",
+                       encoding="utf-8")
+    assert _verdicts_written("planted", planted) == ["planted:3 c(...)"]
+
+
+def test_the_machine_fails_a_step_only_on_a_judges_finding() -> None:
+    """refsim.testing.stateful raises a violation only in `judged`, on a judge's finding."""
+    path = ROOT / "testing" / "stateful.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    callers = sorted({fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef)
+                      for node in ast.walk(fn) if isinstance(node, ast.Call)
+                      and isinstance(node.func, ast.Name) and node.func.id == "expect"})
+    assert callers == ["judged"]

@@ -1252,3 +1252,153 @@ def test_suite_taken_passes() -> None:
 
 def test_suite_taken_fails() -> None:
     assert failed(judges.suite_taken(REQ, False, "s"))
+
+
+# -- controls and counts (the invariants' and the demo's verdicts) ---------------------------
+
+def test_completed_passes() -> None:
+    assert ok_all(judges.completed(REQ, True, "the source run"))
+
+
+def test_completed_fails() -> None:
+    assert failed(judges.completed(REQ, False, "the source run"))
+
+
+def test_run_status_is_passes() -> None:
+    assert ok_all(judges.run_status_is(REQ, "waiting-input", "waiting-input", "B's run"))
+
+
+def test_run_status_is_fails() -> None:
+    assert failed(judges.run_status_is(REQ, "completed", "waiting-input", "B's run"))
+    assert failed(judges.run_status_is(REQ, None, "waiting-input", "B's run"))
+
+
+def test_readable_passes() -> None:
+    assert ok_all(judges.readable(REQ, {"tasks": []}, "the summary"))
+
+
+def test_readable_fails() -> None:
+    assert failed(judges.readable(REQ, None, "the summary"))
+
+
+def test_count_is_passes() -> None:
+    assert ok_all(judges.count_is(REQ, 2, 2, "copies"))
+
+
+def test_count_is_fails() -> None:
+    assert failed(judges.count_is(REQ, 3, 2, "copies"))
+
+
+def test_at_least_passes() -> None:
+    assert ok_all(judges.at_least(REQ, 3, 1, "resolutions"))
+
+
+def test_at_least_fails() -> None:
+    assert failed(judges.at_least(REQ, 0, 1, "resolutions"))
+
+
+def test_same_as_passes() -> None:
+    assert ok_all(judges.same_as(REQ, {"b": 1, "a": [2]}, {"a": [2], "b": 1}, "the entry"))
+
+
+def test_same_as_fails() -> None:
+    assert failed(judges.same_as(REQ, {"count": 41}, {"count": 42}, "the entry"))
+
+
+def test_done_passes() -> None:
+    assert ok_all(judges.done(REQ, True, "the source was deleted"))
+
+
+def test_done_fails() -> None:
+    assert failed(judges.done(REQ, False, "the source was deleted"))
+
+
+def test_any_present_in_passes() -> None:
+    assert ok_all(judges.any_present_in(REQ, [{"h": f"Bearer {SECRET}"}], ["x", SECRET], "log"))
+
+
+def test_any_present_in_fails() -> None:
+    assert failed(judges.any_present_in(REQ, [{"h": "Bearer other"}], ["x", SECRET], "log"))
+
+
+def test_nothing_of_run_passes() -> None:
+    assert ok_all(judges.nothing_of_run(REQ, refusal(), OPAQUE, [{"count": 7}], "B's try"))
+
+
+def test_nothing_of_run_fails_on_the_id_or_its_content() -> None:
+    assert failed(judges.nothing_of_run(REQ, resp(200, {"runId": SOURCE_ID}), OPAQUE, [],
+                                        "B's try"))
+    assert failed(judges.nothing_of_run(REQ, resp(200, {"out": {"count": 7}}), OPAQUE,
+                                        [{"count": 7}], "B's try"))
+
+
+def test_event_validates_passes() -> None:
+    log = eval_log(fixture_runs={"record": SOURCE_ID})
+    assert ok_all(judges.event_validates(REQ, log, "eval.started",
+                                         "eval-events.schema.json#/$defs/evalStarted", "x"))
+
+
+def test_event_validates_fails_on_none_or_a_bad_payload() -> None:
+    log = eval_log(fixture_runs={"record": SOURCE_ID})
+    schema = "eval-events.schema.json#/$defs/evalStarted"
+    assert failed(judges.event_validates(REQ, log[2:], "eval.started", schema, "x"))
+    judges.of_type(log, "eval.started")[0]["payload"]["fixtureRuns"] = "not a map"
+    assert failed(judges.event_validates(REQ, log, "eval.started", schema, "x"))
+
+
+def test_erased_as_reported_passes() -> None:
+    r = resp(200, {"erased": True, "derivedCopiesErased": 2})
+    assert ok_all(judges.erased_as_reported(REQ, r, 2))
+
+
+def test_erased_as_reported_fails_on_a_miscount_or_no_erasure() -> None:
+    assert failed(judges.erased_as_reported(REQ, resp(200, {"erased": True,
+                                                           "derivedCopiesErased": 1}), 2))
+    assert failed(judges.erased_as_reported(REQ, resp(404, {"error": "not_found"}), 0))
+
+
+def test_no_outcomes_on_wire_passes() -> None:
+    log = [e for e in eval_log() if e["type"] != "agent.tool-returned"]
+    assert ok_all(judges.no_outcomes_on_wire(REQ, log, AGENT, "after erasure"))
+
+
+def test_no_outcomes_on_wire_fails() -> None:
+    assert failed(judges.no_outcomes_on_wire(REQ, eval_log(), AGENT, "after erasure"))
+
+
+def test_byte_identical_passes() -> None:
+    assert ok_all(judges.byte_identical(REQ, b"{}", b"{}", "the refusal"))
+
+
+def test_byte_identical_fails() -> None:
+    assert failed(judges.byte_identical(REQ, b"{ }", b"{}", "the refusal"))
+
+
+def test_succeeded_passes() -> None:
+    assert ok_all(judges.succeeded(REQ, resp(201, {"runId": "x"}), 201, "setup 1"))
+    assert ok_all(judges.succeeded(REQ, resp(204, None), None, "setup 1"))  # any 2xx
+
+
+def test_succeeded_fails() -> None:
+    assert failed(judges.succeeded(REQ, resp(200, {}), 201, "setup 1"))
+    assert failed(judges.succeeded(REQ, refusal(), None, "setup 1"))
+
+
+def test_could_not_go_on_passes() -> None:
+    """It has no passing form: a check that stopped short never passes by omission."""
+    assert not judges.could_not_go_on(REQ, "the source run", "never created").ok
+
+
+def test_could_not_go_on_fails() -> None:
+    found = judges.could_not_go_on(REQ, "the source run", "never created")
+    assert failed(found) and found.message == "the source run: never created"
+
+
+def test_leg_passed_passes() -> None:
+    assert ok_all(judges.leg_passed(REQ, "openwop.requirement.0252.shape", "executed-pass",
+                                    True))
+
+
+def test_leg_passed_fails() -> None:
+    assert failed(judges.leg_passed(REQ, "openwop.requirement.0252.shape", "executed-fail",
+                                    False))

@@ -124,7 +124,7 @@ import yaml
 from refsim import catalog, paths, schemas, yaml_data
 from refsim.check import judges
 from refsim.check.expectations import EXPECTATIONS, Invalid, names_needing_run
-from refsim.check.findings import Disposition, Finding, Row, check, fail, ok
+from refsim.check.findings import Disposition, Finding, Row
 from refsim.check.observe import (
     COUNTER_TOOL,
     KEYS,
@@ -841,27 +841,25 @@ class _RowRun:
             what = f"setup {index + 1} ({action.kind})"
             if action.kind == "register_suite":
                 ref, how = self.register(action)
-                self.findings.append(ok(self.req, f"{what}: the suite is there as {ref} ({how})"))
+                # require_suite stops the row where the suite cannot be made available
+                self.findings.append(judges.done(self.req, True,
+                                                 f"{what}: the suite is there as {ref} ({how})"))
                 continue
             try:
                 response = self.perform(action)
             except _Unbound as exc:
-                self.findings.append(fail(self.req, f"{what}: {exc}"))
+                self.findings.append(judges.could_not_go_on(self.req, what, str(exc)))
                 return self.findings
-            want = ACTIONS[action.kind].success
-            good = response.status == want if want else 200 <= response.status < 300
-            self.findings.append(check(
-                self.req, good, f"{what}: answered {response.status}"
-                + ("" if good else f", expected {want or '2xx'}; the row cannot go on"),
-                judges._obs(response)))
-            if not good:
+            setup = judges.succeeded(self.req, response, ACTIONS[action.kind].success, what)
+            self.findings.append(setup)
+            if not setup.ok:
                 return self.findings
             self.capture(action, response)
         for request in self.example.requests:
             try:
                 self.findings += self.request(request)
             except _Unbound as exc:
-                self.findings.append(fail(self.req, f"{request.label}: {exc}"))
+                self.findings.append(judges.could_not_go_on(self.req, request.label, str(exc)))
                 return self.findings
         return self.findings
 

@@ -14,7 +14,7 @@ import attrs
 
 from refsim import catalog, paths, yaml_data
 from refsim.check import judges
-from refsim.check.findings import Disposition, Finding, Row, check, fail
+from refsim.check.findings import Disposition, Finding, Row
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     COUNTER_KEY,
@@ -44,7 +44,6 @@ from refsim.check.observe import (
     run_path,
 )
 from refsim.check.registry import load_registry
-from refsim.domain.canonical import canonical
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
 
@@ -291,7 +290,8 @@ def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = Non
                                      exc.reason, check_id=inv.id))
             continue
         except Exception as exc:  # a check that crashes on a host is a failed check, with why
-            findings = [fail(inv.requirement_id, f"the check {inv.check} raised {exc!r}")]
+            findings = [judges.could_not_go_on(inv.requirement_id, f"the check {inv.check}",
+                                               f"raised {exc!r}")]
         # A row's findings are filed under the row's requirement id.
         findings = [attrs.evolve(f, requirement_id=inv.requirement_id) for f in findings]
         rows.append(Row.judged(inv.requirement_id, SCENARIO, findings, check_id=inv.id))
@@ -333,9 +333,7 @@ def _script(fixture: str, task: str) -> list[Any]:
 
 def _controls(req: str, obs: Observed, what: str) -> list[Finding]:
     """Positive control: the run was created and completed."""
-    return [judges.created(req, obs.response, what),
-            check(req, obs.completed, f"{what}: reached run.completed" if obs.completed
-                  else f"{what}: never reached run.completed")]
+    return [judges.created(req, obs.response, what), judges.completed(req, obs.completed, what)]
 
 
 def _returned(events: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -407,8 +405,8 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
     b.events(waiting_id)  # until it waits (a host may get there after answering)
     snap = b.get_run(waiting_id)
     status = snap.json.get("status") if isinstance(snap.json, dict) else None
-    out.append(check(req, status == "waiting-input",
-                     f"tenant B's waiting run is not terminal ({status})"))
+    out.append(judges.run_status_is(req, status, "waiting-input",
+                                    "tenant B's waiting run is not terminal"))
     # The caller's own unusable runs too: a foreign run must read like every other reason.
     own_waiting = a.workflow(WAIT_INPUT, {"agentId": RECORDER, "script": [_counter("read")]})
     noop = a.workflow(NOOP)
@@ -430,7 +428,7 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
     cancelled_id = str(cancelled.json["runId"])
     b.events(cancelled_id)
     cancel = b.request("POST", run_path(cancelled_id, "/cancel"), json={})
-    out.append(check(req, cancel.status == 200, f"tenant B cancelled its run ({cancel.status})"))
+    out.append(judges.answered(req, cancel, 200, "tenant B cancelled its run"))
     mine, theirs = _tenant(own.run_id), _tenant(foreign.run_id)
     foreign_opaque = foreign.run_id.split("/", 1)[1]
     cases = (("an unknown id", f"{mine}/{UNKNOWN_OPAQUE}"),
@@ -523,18 +521,11 @@ def check_foreign_actions(probe: Probe) -> list[Finding]:
         r = b.request(method, path, json=body)
         label = f"tenant B asks for tenant A's eval run, {what}"
         out += judges.refused_registered(req, r, label)
-        text = r.body.decode("utf-8", "replace")
-        shown = [f"its id ({opaque})"] if opaque in text else []
-        shown += [canonical(c) for c in content if isinstance(c, dict | list) and c
-                  and canonical(c) in canonical(r.json if r.json is not None else text)]
-        out.append(check(req, not shown, f"{label}: the answer carries nothing of the run"
-                         if not shown else f"{label}: the answer carries {shown[0]}",
-                         judges._obs(r)))
+        out.append(judges.nothing_of_run(req, r, opaque, content, label))
     after = [(e.get("type"), e.get("payload")) for e in a.events(rid)]
     out.append(judges.unchanged(req, before, after, "tenant A's eval run, after tenant B's "
                                 "tries"))
-    out.append(check(req, a.summary(rid) is not None,
-                     "tenant A still reads its EvalSummary"))
+    out.append(judges.readable(req, a.summary(rid), "tenant A still reads its EvalSummary"))
     if a.surface.family("replay"):
         out.append(judges.created(req, a.fork(rid, "branch"), "tenant A still forks it"))
     return out
@@ -648,8 +639,8 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
     out = _controls(req, source, "the vault source run")
     secrets = inspector.egress_secrets()
     log = inspector.egress_log()
-    out.append(check(req, any(judges.present_in(req, log, s, "").ok for s in secrets),
-                     "positive control: a tenant's vault credential is in the egress log"))
+    out.append(judges.any_present_in(req, log, secrets, "positive control: a tenant's vault "
+                                     "credential is in the egress log"))
     if source.run_id is None:
         return out
     replay = a.eval(suite, {"vault": source.run_id})
@@ -658,14 +649,13 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
         return out
     out += judges.miss_count(req, replay.events, replay.summary, "vault", 0)
     mine = [entries for _, run, _, entries in inspector.copies() if run == replay.run_id]
-    out.append(check(req, len(mine) == 1 and len(mine[0]) == 1,
-                     f"the replay's derived copy holds one entry (copies: {len(mine)})"))
+    out.append(judges.count_is(req, len(mine), 1, "the replay's derived copies"))
+    out.append(judges.count_is(req, len(mine[0]) if mine else 0, 1,
+                               "entries in the replay's derived copy"))
     if mine and mine[0]:
         seen = [c["outcome"] for c in inspector.held_calls(source.run_id)]
-        got = mine[0][0].get("response")
-        out.append(check(req, bool(seen) and canonical(got) == canonical(seen[0]),
-                         "the derived entry carries the answer the agent saw",
-                         {"entry": got, "agent saw": seen}))
+        out.append(judges.same_as(req, mine[0][0].get("response"), seen[0] if seen else None,
+                                  "the derived entry carries the answer the agent saw"))
     out.append(judges.no_secret_in(req, mine, secrets, "the replay's derived entries"))
     out.append(judges.no_secret_in(req, [e for *_, e in inspector.copies()], secrets,
                                    "every stored derived copy"))
@@ -703,13 +693,14 @@ def check_no_reresolution(probe: Probe) -> list[Finding]:
         return out
     resolved = inspector.resolutions(source.run_id)
     derived = inspector.derivations(source.run_id)
-    out.append(check(req, resolved >= 1 and derived >= 1,
-                     f"positive control: creating the eval run resolved the source "
-                     f"({resolved} time(s)) and derived from it ({derived})"))
+    out.append(judges.at_least(req, resolved, 1, "positive control: creating the eval run "
+                               "resolved the source"))
+    out.append(judges.at_least(req, derived, 1, "positive control: creating the eval run "
+                               "derived from the source"))
     forks = [("a replay fork while the source is there", a.forked(replay.run_id, "replay")),
              ("a branch fork while the source is there", a.forked(replay.run_id, "branch"))]
-    out.append(check(req, inspector.delete_run(source.run_id),
-                     "the source was deleted from the host"))
+    out.append(judges.done(req, inspector.delete_run(source.run_id),
+                           "the source was deleted from the host"))
     count = probe.count(a)
     forks += [(f"a {mode} fork with the source deleted", a.forked(replay.run_id, mode))
               for mode in ("replay", "branch")]
@@ -723,11 +714,8 @@ def check_no_reresolution(probe: Probe) -> list[Finding]:
         out += judges.miss_count(req, fork.events, fork.summary, "record", 0)
         out.append(judges.no_reresolution(req, resolved, inspector.resolutions(source.run_id),
                                           label))
-        out.append(check(req, inspector.derivations(source.run_id) == derived,
-                         f"{label}: nothing was derived from the source again"
-                         if inspector.derivations(source.run_id) == derived else
-                         f"{label}: the host derived from the source again "
-                         f"({derived} -> {inspector.derivations(source.run_id)})"))
+        out.append(judges.count_is(req, inspector.derivations(source.run_id), derived,
+                                   f"{label}: derivations from the source"))
     out.append(judges.counter_unchanged(req, count, probe.count(a), "the forks"))
     return out
 
@@ -762,29 +750,25 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
 
     def entries() -> list[tuple[str, Any]]:
         return [(s, e) for s, _, _, e in inspector.copies()]
-    out.append(check(req, under(s1.run_id) == 2, "positive control: two copies stored under "
-                     f"the source to erase ({under(s1.run_id)})"))
+    out.append(judges.count_is(req, under(s1.run_id), 2, "positive control: copies stored "
+                               "under the source to erase"))
     out.append(judges.present_in(req, entries(), "vault:" + ERASE_QUERY,
                                  "positive control: the doomed source's content in the copy "
                                  "store"))
     a.require_erase(s1.run_id)
     out += judges.copies_gone(req, entries(), s1.run_id, ["vault:" + ERASE_QUERY])
     held = inspector.held_calls(s1.run_id)
-    out.append(check(req, not held, "the erased source holds no calls" if not held
-                     else f"the erased source still holds {len(held)} call(s)"))
-    out.append(check(req, under(s2.run_id) == 1, "the other source's copy is untouched"
-                     if under(s2.run_id) == 1 else "erasing one source reached another "
-                     "source's copy"))
+    out.append(judges.count_is(req, len(held), 0, "calls the erased source still holds"))
+    out.append(judges.count_is(req, under(s2.run_id), 1, "copies of the other source, "
+                               "untouched by erasing this one"))
     # The eval runs that were served the erased content hold it too (UQ 4 makes them
     # sources): erasure reaches them, so the content cannot be derived again through them.
     fed = evals[0].run_id
     if fed is not None:
         again = a.create(eval_body(suite, {"doomed": fed}))
-        out.append(check(req, again.status == 400,
-                         "an eval run fed by the erased source is no longer a usable source"
-                         if again.status == 400 else "the erased content was derived again "
-                         f"through an eval run it fed ({again.status})",
-                         {"status": again.status, "body": again.json}))
+        out.append(judges.answered(req, again, 400, "an eval run fed by the erased source is "
+                                   "no longer a usable source (else the erased content is "
+                                   "derived again through it)"))
     return out
 
 
@@ -813,7 +797,8 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
         out.append(judges.created(req, a.fork(kept.run_id, "branch"),
                                   "a fork of another source's eval run, after the erasure"))
     else:
-        out.append(fail(req, "the second source's eval run was not created"))
+        out.append(judges.readable(req, None if kept is None else kept.run_id,
+                                   "the second source's eval run was created"))
     runs = probe.inspector.run_count() if probe.inspector else None
     # The refusal is the claim; no live call on the way is judged where the counter can
     # be read (the seam, or inside): without it the forks' refusals still are.
@@ -857,7 +842,7 @@ def check_facet_implies_matching(probe: Probe) -> list[Finding]:
     req = R_FACET
     a = probe.a
     discovery = a.discovery()
-    out = [check(req, discovery.status == 200, f"discovery answered {discovery.status}")]
+    out = [judges.answered(req, discovery, 200, "discovery")]
     out.append(judges.facet_implies_matching(req, discovery.json))
     facet = judges.eval_suite_facet(discovery.json)
     if facet.get("recordedFixtures") is True:
@@ -882,8 +867,8 @@ def check_facet_implies_matching(probe: Probe) -> list[Finding]:
         out += judges.miss_count(req, run.events, run.summary, "match", 1)
         served = _returned(run.events)
         if served and served[0] is not None:
-            out.append(check(req, served[0] == {"key": key, "count": 41},
-                             "the call whose args match is served the fixture", served))
+            out.append(judges.same_as(req, served[0], {"key": key, "count": 41},
+                                      "the call whose args match is served the fixture"))
         out.append(judges.counter_unchanged(req, before, probe.count(a, other),
                                             "the call whose args match nothing"))
     return out
@@ -917,8 +902,8 @@ def check_derived_never_on_wire(probe: Probe) -> list[Finding]:
         out.append(judges.created(req, obs.response, label))
     if probe.inspector is not None:
         stored = sum(len(e) for *_, e in probe.inspector.copies())
-        out.append(check(req, stored >= 3, f"positive control: (white box) the host holds "
-                         f"derived entries ({stored})"))
+        out.append(judges.at_least(req, stored, 3, "positive control: (white box) derived "
+                                   "entries the host holds"))
     runs = [("the source", source), ("the vault source", vault), *made]
     for label, obs in runs:
         responses.append((f"{label}: create", obs.response))

@@ -1191,3 +1191,121 @@ def counter_delta(req: str, before: int | None, after: int | None, expected: int
                  f"{what}: the live counter moved by {after - before}"
                  + ("" if after - before == expected else f", expected {expected}"),
                  {"before": before, "after": after})
+
+
+# ----------------------------------------------------------------------------- controls and counts
+
+
+def completed(req: str, reached: bool, what: str) -> Finding:
+    """A positive control: the run reached run.completed."""
+    return check(req, reached, f"{what}: reached run.completed" if reached
+                 else f"{what}: never reached run.completed")
+
+
+def run_status_is(req: str, status: Any, want: str, what: str) -> Finding:
+    """A run's status, as its snapshot shows it."""
+    return check(req, status == want, f"{what}: {status}" if status == want
+                 else f"{what}: {status}, expected {want}")
+
+
+def readable(req: str, value: Any, what: str) -> Finding:
+    """Something the host must still serve: it answered with a document."""
+    return check(req, value is not None, f"{what}: it does" if value is not None
+                 else f"{what}: it does not")
+
+
+def count_is(req: str, got: int, want: int, what: str) -> Finding:
+    return check(req, got == want, f"{what}: {got}" if got == want
+                 else f"{what}: {got}, expected {want}", {"got": got, "want": want})
+
+
+def at_least(req: str, got: int, least: int, what: str) -> Finding:
+    """A positive control: there is something to judge (at least `least` of it)."""
+    return check(req, got >= least, f"{what}: {got}" if got >= least
+                 else f"{what}: {got}, fewer than {least}", {"got": got, "least": least})
+
+
+def same_as(req: str, got: Any, want: Any, what: str) -> Finding:
+    """Equal as JSON values (member order aside)."""
+    same = canonical(got) == canonical(want)
+    return check(req, same, what if same else f"{what}: no, {canonical(got)[:200]} is not "
+                 f"{canonical(want)[:200]}", {"got": got, "want": want})
+
+
+def done(req: str, took: bool, what: str) -> Finding:
+    """A white-box action the check stands on (a deletion, a registration) took effect."""
+    return check(req, took, what if took else f"{what}: it did not take effect")
+
+
+def any_present_in(req: str, documents: Any, needles: Iterable[str], what: str) -> Finding:
+    """A positive control: at least one of `needles` is in the documents."""
+    found = any(present_in(req, documents, n, "").ok for n in needles)
+    return check(req, found, what if found else f"{what}: none is there")
+
+
+def nothing_of_run(req: str, response: Response, opaque: str, content: Iterable[Any],
+                   what: str) -> Finding:
+    """Isolation: an answer to another tenant carries neither the run's id (its opaque
+    segment) nor any recorded content of it (a JSON object or array it holds)."""
+    text = response.body.decode("utf-8", "replace")
+    shown = [f"its id ({opaque})"] if opaque in text else []
+    doc = canonical(response.json if response.json is not None else text)
+    shown += [canonical(c) for c in content
+              if isinstance(c, dict | list) and c and canonical(c) in doc]
+    return check(req, not shown, f"{what}: the answer carries nothing of the run"
+                 if not shown else f"{what}: the answer carries {shown[0]}", _obs(response))
+
+
+def event_validates(req: str, events: Sequence[Mapping[str, Any]], type_: str, schema: str,
+                    what: str) -> Finding:
+    """One event of the type, whose payload validates against the schema."""
+    found = of_type(events, type_)
+    good = len(found) == 1 and schemas.is_valid(schema, found[0].get("payload"))
+    return check(req, good, what if good else f"{what}: no ({len(found)} {type_} event(s))")
+
+
+def erased_as_reported(req: str, response: Response, copies_made: int) -> list[Finding]:
+    """The erase seam answers erased, and counts the copies it erased: every eval run that
+    named the source derived one."""
+    body = response.json if isinstance(response.json, dict) else {}
+    copies = body.get("derivedCopiesErased")
+    return [check(req, response.status == 200 and body.get("erased") is True,
+                  f"the erase seam answers {response.status} erased={body.get('erased')}"),
+            check(req, copies == copies_made,
+                  f"derivedCopiesErased is {copies!r}: the copy of every eval run that named "
+                  f"the source ({copies_made}) went too" if copies == copies_made else
+                  f"derivedCopiesErased is {copies!r}, but {copies_made} eval run(s) derived "
+                  "a copy from the source")]
+
+
+def no_outcomes_on_wire(req: str, events: Sequence[Mapping[str, Any]], agent_id: str,
+                        what: str) -> Finding:
+    """No agent.tool-returned of the agent carries an outcome or error (redacted, or a
+    content-free lane)."""
+    shown = outcomes_on_wire(events, agent_id)
+    return check(req, not shown, what if not shown else f"{what}: they still carry them")
+
+
+def byte_identical(req: str, body: bytes, earlier: bytes, what: str) -> Finding:
+    return check(req, body == earlier, f"{what}: byte-identical" if body == earlier
+                 else f"{what}: it differs")
+
+
+def succeeded(req: str, response: Response, want: int | None, what: str) -> Finding:
+    """A step the row stands on answered as it must (`want`, or any 2xx): else the row
+    cannot go on."""
+    good = response.status == want if want else 200 <= response.status < 300
+    return check(req, good, f"{what}: answered {response.status}"
+                 + ("" if good else f", expected {want or '2xx'}; the row cannot go on"),
+                 _obs(response))
+
+
+def could_not_go_on(req: str, what: str, why: str) -> Finding:
+    """A check that stopped before it could judge (what it needed was not there, or it
+    raised): a failure, never a pass by omission."""
+    return fail(req, f"{what}: {why}")
+
+
+def leg_passed(req: str, leg: str, disposition: str, passed: bool) -> Finding:
+    """The scenario row stands on its legs: each must pass."""
+    return check(req, passed, f"{leg}: {disposition}")

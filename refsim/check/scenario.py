@@ -16,7 +16,7 @@ import attrs
 
 from refsim import paths
 from refsim.check import judges
-from refsim.check.findings import Disposition, Finding, Row, check, fail
+from refsim.check.findings import Disposition, Finding, Row
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     COUNTER_KEY,
@@ -126,7 +126,7 @@ def _scenario_row(rows: list[Row]) -> Row:
                                            for r in unjudged) else Disposition.INAPPLICABLE
         return Row.unjudged(SCENARIO_ROW, SCENARIO, worst,
                             "; ".join(f"{r.requirement_id}: {r.detail}" for r in unjudged))
-    findings = [check(SCENARIO_ROW, r.passed, f"{r.requirement_id}: {r.disposition.value}")
+    findings = [judges.leg_passed(SCENARIO_ROW, r.requirement_id, r.disposition.value, r.passed)
                 for r in legs]
     return Row.judged(SCENARIO_ROW, SCENARIO, findings)
 
@@ -222,7 +222,7 @@ class _Legs:
         """Positive control: the recorded source itself was created and completed."""
         source = self.source
         return [judges.created(req, source.response, "the source eval run"),
-                check(req, source.completed, "the source run reached run.completed")]
+                judges.completed(req, source.completed, "the source run")]
 
     def _accepted_control(self, req: str) -> list[Finding]:
         """Show a usable source is accepted before judging unusable ones refused."""
@@ -339,8 +339,8 @@ class _Legs:
         self.b()
         out = self._accepted_control(req)
         foreign = self.foreign()
-        out.append(check(req, foreign.run_id is not None and foreign.completed,
-                         "tenant B's source run completed"))
+        out.append(judges.completed(req, foreign.run_id is not None and foreign.completed,
+                                    "tenant B's source run"))
         if foreign.run_id is None:
             return out
         own, other = _tenant(self.source.run_id), _tenant(foreign.run_id)
@@ -415,7 +415,8 @@ class _Legs:
         for _ in range(FIRST_ASKS):
             made = b.workflow(NOOP)
             if made.status != 201 or not isinstance(made.json, dict):
-                return [fail(req, f"tenant B's workflow run was not created ({made.status})")]
+                return [judges.could_not_go_on(req, "tenant B's workflow run",
+                                               f"not created ({made.status})")]
             values = (f"{tenant}/{_lookalike(opaque, rng)}", str(made.json["runId"]))
             for index in rng.sample((0, 1), 2):
                 groups[index][1].append(a.create(body(values[index])))
@@ -429,7 +430,7 @@ class _Legs:
         out = self._accepted_control(req)
         foreign = self.foreign()
         if foreign.run_id is None:
-            return [*out, fail(req, "tenant B's source run was not created")]
+            return [*out, judges.could_not_go_on(req, "tenant B's source run", "not created")]
         own = _tenant(self.source.run_id)
         values = {"an unknown id": f"{own}/{UNKNOWN_OPAQUE}",
                   "tenant B's run": foreign.run_id}
@@ -442,8 +443,8 @@ class _Legs:
             r = a.create(eval_body(REPLAY, {"record": values[label]}))
             code = r.json.get("error") if isinstance(r.json, dict) else None
             if r.status != 400 or code != "validation_error":  # named in a fixed order
-                return [*out, fail(req, f"{label}: answered {r.status} {code}, not the "
-                                   "refusal, so its latency is not a refusal's")]
+                return [*out, judges.refused_as(req, r, f"{label} (else its latency is not "
+                                                "a refusal's)")]
         # A fresh random order each round: a host whose answers vary with their order
         # (replicas in turn) spreads that over every group alike.
         rng = random.Random(nonce())
@@ -453,8 +454,8 @@ class _Legs:
                                      eval_body(REPLAY, {"record": values[label]}))
                 code = r.json.get("error") if isinstance(r.json, dict) else None
                 if r.status != 400 or code != "validation_error":
-                    return [*out, fail(req, f"{label}: answered {r.status} {code}, not the "
-                                       "refusal, so its latency is not a refusal's")]
+                    return [*out, judges.refused_as(req, r, f"{label} (else its latency is "
+                                                    "not a refusal's)")]
                 times[label].append(seconds)
         # Each of tenant B's groups is compared twice at most (medians, then a tail timed
         # afresh): alpha split over all of them keeps the row's false alarms under it.
@@ -505,7 +506,7 @@ class _Legs:
             # the tenant's makes too, so "fixtureRuns without mode" is judged by its answer
             out += a.no_new_runs(req, listed, "the §B refusals")
         if source.run_id is None:
-            out.append(fail(req, "the source run was never created"))
+            out.append(judges.could_not_go_on(req, "the source run", "never created"))
         return out
 
 

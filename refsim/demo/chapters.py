@@ -14,9 +14,8 @@ from typing import Any
 
 import attrs
 
-from refsim import schemas
 from refsim.check import judges
-from refsim.check.findings import Finding, check
+from refsim.check.findings import Finding
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     DRIFT,
@@ -30,6 +29,7 @@ from refsim.check.observe import (
     Session,
     eval_body,
     eval_suite_facet,
+    gate,
 )
 from refsim.demo.history import Exchange, RecordingClient
 from refsim.registry_codes import registered_status
@@ -171,10 +171,9 @@ class Demo:
         chapter 3's replay of acme's own completed run is that positive control."""
         ok = self.replay_id is not None
         for req in reqs:
-            chapter.findings.append(check(
-                req, ok, "positive control: chapter 3 replayed acme's own completed source"
-                if ok else "positive control: the host refused even acme's own completed "
-                "source in chapter 3, so these refusals show nothing"))
+            chapter.findings.append(judges.done(
+                req, ok, "positive control: chapter 3 replayed acme's own completed source "
+                "(else these refusals show nothing)"))
         self.echo(f"   {'✓' if ok else '✗'} positive control: chapter 3's replay of acme's "
                   f"own source was {'accepted' if ok else 'refused'}")
 
@@ -297,8 +296,10 @@ class Demo:
         self.show(c, self.last(), answer="agents.evalSuite = " + compact(shown) if shown
                   else "agents.evalSuite is not advertised")
         self.judge(c, judges.facet_implies_matching(SHAPE, r.json))
-        self.judge(c, check(SHAPE, r.status == 200, f"discovery answers {r.status}"))
-        self.advertised = facet.get("recordedFixtures") is True and c.passed
+        self.judge(c, judges.answered(SHAPE, r, 200, "discovery"))
+        # The checker's one gate (recordedFixtures with fixtureMatching), on what this
+        # chapter judged well-formed.
+        self.advertised = gate(r, fixtures=False).applies and c.passed
         if not self.advertised:
             self.say(c, "recordedFixtures is not advertised: a client must not send "
                         "fixtureRuns here (§A), so the chapters that need it are skipped")
@@ -349,9 +350,8 @@ class Demo:
         summary = self.a.summary(self.replay_id)
         after = self.counter(c)
         self.judge(c, judges.echo(REPLAYED, events, fixture_runs))
-        started = judges.of_type(events, "eval.started")
-        self.judge(c, check(SHAPE, len(started) == 1 and schemas.is_valid(
-            "eval-events.schema.json#/$defs/evalStarted", started[0].get("payload")),
+        self.judge(c, judges.event_validates(
+            SHAPE, events, "eval.started", "eval-events.schema.json#/$defs/evalStarted",
             "eval.started validates against its schema, fixtureRuns included"))
         if judges.outcomes_on_wire(self.source_events, RECORDER):
             self.judge(c, judges.outcomes_equal(REPLAYED, self.source_events, events,
@@ -498,25 +498,18 @@ class Demo:
         before = self.counter(c)
         r = self.a.erase(self.source_id)
         self.show(c, self.last())
-        erased = r.json if isinstance(r.json, dict) else {}
-        self.judge(c, check(COPY_ERASED, r.status == 200 and erased.get("erased") is True,
-                            f"the erase seam answers {r.status} erased={erased.get('erased')}"))
-        copies = erased.get("derivedCopiesErased")
+        reported = judges.erased_as_reported(COPY_ERASED, r, self.copies_of(self.source_id))
+        self.judge(c, reported[0])
         self.say(c, "(runsReached counts the source and every eval run whose events carried "
                     "its content; derivedCopiesErased the fixture copies)")
-        made = self.copies_of(self.source_id)
-        self.judge(c, check(COPY_ERASED, copies == made,
-                            f"derivedCopiesErased is {copies!r}: the copy of every eval run "
-                            f"that named the source ({made}) went too" if copies == made else
-                            f"derivedCopiesErased is {copies!r}, but {made} eval run(s) "
-                            "derived a copy from the source"))
+        self.judge(c, reported[1])
         events = self.a.events(self.replay_id)
         self.show_events(c, self.replay_id, events,
                          keep=lambda e: e.get("type") == "agent.tool-returned")
         if judges.outcomes_on_wire(self.replay_events, RECORDER):
-            self.judge(c, check(COPY_ERASED, not judges.outcomes_on_wire(events, RECORDER),
-                                "the replay's events carried the recorded outcomes before "
-                                "the erasure and carry none now"))
+            self.judge(c, judges.no_outcomes_on_wire(
+                COPY_ERASED, events, RECORDER, "the replay's events carried the recorded "
+                "outcomes before the erasure and carry none now"))
         else:
             self.say(c, "(the recorder's lane is content-free here: its events never carried "
                         "an outcome, so there is nothing on the wire to redact)")
@@ -531,9 +524,8 @@ class Demo:
         self.judge_as(c, judges.refused(NOT_HELD, again, "the erased source"),
                       "the erased source is refused 400 validation_error")
         if self.uniform_body is not None:
-            same = again.body == self.uniform_body
-            self.judge(c, check(NOT_HELD, same, "its body is byte-identical to chapter 5's "
-                                "refusals" if same else "its body differs from chapter 5's"))
+            self.judge(c, judges.byte_identical(NOT_HELD, again.body, self.uniform_body,
+                                                "its body, beside chapter 5's refusals"))
         after = self.counter(c)
         self.still(c, GONE_COPY, before, after, "the refused fork")
         return c
