@@ -250,20 +250,28 @@ def render() -> str:
 
 
 def _vocabulary() -> list[str]:
-    """The example table's vocabulary, from the classes themselves (refsim.check.examples'
-    ACTIONS and refsim.check.expectations' EXPECTATIONS)."""
-    from refsim.check.examples import ACTIONS
+    """The example table's vocabulary, from the table's own definitions (refsim.check.examples'
+    keys and action classes, refsim.check.expectations' expectation classes): the one manual
+    of it."""
+    from refsim.check.examples import ACTIONS, REQUEST_KEYS, ROW_KEYS, TOP_KEYS
     from refsim.check.expectations import reference_table
     out = ["## The example vocabulary", "",
-           "Generated from `refsim.check.examples.ACTIONS` and the expectation classes of "
-           "`refsim.check.expectations`. An unknown name fails when the table loads. Over "
-           "HTTP (`--base-url`) there is no inside: an expectation that needs it is judged "
-           "by its outside form where it has one, and left out otherwise; a row whose every "
-           "claim needs the inside, or that pins a profile, is listed apart, never judged.",
-           "", "### Actions", "", "| action | arguments | succeeds with |", "| --- | --- | --- |"]
+           "Generated from the keys, the action classes and the expectation classes of "
+           "`refsim.check.examples` and `refsim.check.expectations`: the rows of "
+           "`specs/examples/*.yaml` are written in it. An unknown name fails when the table "
+           "loads. Over HTTP (`--base-url`) there is no inside: an expectation that needs it "
+           "is judged by its outside form where it has one, and left out otherwise; a row "
+           "whose every claim needs the inside, or that pins a profile, is listed apart, "
+           "never judged.", "", "### Files, rows and requests", "", "| key | in | means |",
+           "| --- | --- | --- |"]
+    for where, keys in (("file", TOP_KEYS), ("row", ROW_KEYS), ("request", REQUEST_KEYS)):
+        for key, means in keys.items():
+            out.append(f"| `{key}` | {where} | {_cell(means)} |")
+    out += ["", "### Actions", "", "One key each, the same in `setup` and in requests.", "",
+            "| action | arguments | sends | succeeds with |", "| --- | --- | --- | --- |"]
     for name, kind in ACTIONS.items():
         args = ", ".join([*sorted(kind.required), *(f"{a}?" for a in sorted(kind.optional))])
-        out.append(f"| `{name}` | {args} | {kind.success or '2xx'} |")
+        out.append(f"| `{name}` | {args} | {_cell(kind.doc)} | {kind.success or '2xx'} |")
     out += ["", "### Expectations", "", "| expectation | asserts | needs the inside | "
             "judged over HTTP |", "| --- | --- | --- | --- |"]
     for form, doc, inside, where in reference_table():

@@ -338,3 +338,26 @@ def test_second_key_rows_fail_on_a_host_that_looks_only_at_the_first_key(
     for other in only_first_seen:
         row: Row = run_example(by_id(other), broken(components)(by_id(other).profile))
         assert row.passed, (other, row.detail)
+
+
+def test_the_vocabulary_documents_itself_and_has_one_manual() -> None:
+    """Every action kind is a class with what it sends; every key says what it means; the
+    only manual is REFERENCE.md's generated section: the table files' headers and the
+    runner's docstring point there instead of copying it."""
+    from refsim import paths
+    from refsim.check import examples
+    from refsim.check.expectations import EXPECTATIONS
+
+    kinds = set(examples.ActionKind.__subclasses__())
+    assert {type(k) for k in examples.ACTIONS.values()} == kinds
+    assert all(len(k.doc) > 30 and k.name in examples.ACTIONS for k in examples.ACTIONS.values())
+    for keys in (examples.TOP_KEYS, examples.ROW_KEYS, examples.REQUEST_KEYS):
+        assert all(len(means) > 8 for means in keys.values())
+    copies = [examples.__doc__ or ""]
+    for path in sorted((paths.SPECS / "examples").glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        copies.append(text[: text.index("\n\n")])  # the header comment
+    for text in copies:
+        named = [n for n in [*examples.ACTIONS, *EXPECTATIONS] if n in text]
+        assert len(named) <= 1, named  # a copy of the vocabulary names them all
+        assert "REFERENCE.md" in text

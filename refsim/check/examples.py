@@ -1,111 +1,10 @@
 """The RFC 0252 example table as data (`specs/examples/*.yaml`) and the runner that executes it.
 
 Each row runs on a fresh host built for its profile, and is judged into one report `Row`.
-
-File format
------------
-A file is a mapping with these top-level keys:
-
-``examples``
-    the rows (required, a list).
-``suites``
-    name -> a suite of the conformance fixture catalog (its fixture id, ``specs/fixtures/``)
-    or a row-local eval-suite document (optional). ``register_suite: NAME`` makes it
-    available; ``create_eval: {suite: NAME}`` names it.
-``definitions``
-    free-form, ignored by the runner: a home for YAML anchors (``&refund-script``) that
-    rows and suites reuse (``*refund-script``).
-
-A row:
-
-``id``
-    ``rfc-0252.example-N`` (``source: rfc``) or ``refsim.example.0252.<slug>``
-    (``source: refsim``).
-``source``, ``requirement_id``, ``title``
-    ``requirement_id`` is an id of the registry, specs/requirements.yaml.
-``profile``
-    a host profile (``refsim.domain.profile.PROFILES``). A row that names one states a fact
-    about that kind of host and always runs on it. A row without one runs on the target's
-    profile (``refsim examples --profile P``), and is ``inapplicable`` (not judged) when that
-    host does not advertise ``agents.evalSuite.recordedFixtures`` in discovery, as the
-    conformance scenario is gated.
-``withholds``
-    facet members the row's claim needs the host NOT to advertise (with a ``profile`` that
-    withholds them, to run on in process). Over HTTP the row judges the host itself when it
-    withholds them too, and is ``inapplicable`` when it advertises one.
-``setup``
-    a list of actions. Each must succeed (the status of its kind, below) or the row fails
-    there: every success is a positive-control finding of the row.
-``request`` + ``expect``, or ``requests``
-    one action judged by ``expect``; or a list of ``{label, <action>, expect}`` (the single
-    form is labelled ``request``). Every request needs ``status`` among its expectations.
-
-Actions (one key each; the same in setup and in requests). ``key`` names the calling tenant:
-``acme`` (default), ``globex``, or an ``add_tenant`` label. ``as: NAME`` captures the id of
-the run the action created; afterwards the string ``"$NAME"`` stands for that id anywhere in
-an action or an expectation (``"$$x"`` is the literal ``"$x"``). RUN below is a captured name
-(with or without ``$``) or a literal id containing ``/``.
-
-==================  ==========================================================  =======
-action              arguments                                                   success
-==================  ==========================================================  =======
-register_suite      ``NAME`` or ``{suite: NAME | <suite document>, key}``       (there)
-                    (a catalog suite: listed in discovery ``fixtures``, else
-                    through the seam ``POST /conformance/seams/eval-suites``;
-                    a row-local document: through the seam only)
-create_eval         ``{suite, agent, fixture_runs, eval_modes, extra, key, as}``  201
-                    (``suite``: a ``suites`` name, a fixture id or a suiteId;
-                    ``agent`` defaults to ``conformance.eval:recorder``;
-                    ``extra`` is merged into the body, e.g. ``baselineRunId``)
-create_workflow     ``{workflow, inputs, fixture_runs, extra, key, as}``        201
-fork                ``{run: RUN, mode: replay | branch, body, key, as}``        201
-cancel              ``RUN`` or ``{run, key}`` (``POST /runs/{id}/cancel``)        200
-erase               ``RUN`` or ``{run, key}`` (seam ``runs/{id}:erase``)        200
-resolve             ``RUN`` or ``{run, key}`` (seam ``runs/{id}:resolve``)      200
-add_tenant          ``{as, name, api_key, workspace}`` (seam ``tenants``)       201
-http                ``{path, method: POST, body, key, as}``; ``$NAME`` in the   2xx
-                    path becomes the projected id
-==================  ==========================================================  =======
-
-Expectations (of one request; ``RUN`` as above, ``L`` an earlier request's label):
-
-==========================  ===============================================================
-``status: N | 4xx``         the HTTP status (``201``: the created judge; ``4xx``: any
-                            refusal with a registered code, where the RFC names none)
-``error: CODE``             with ``status``: that code in a registered-code envelope
-``no_echo: [V, ...]``       the response shows none of these ids, in any form
-``identical_to: L | [L]``   indistinguishable from those responses (what varies between
-                            two asks of one request set aside)
-``same_code_as: L | [L]``   the same status and code as those responses
-``echo: true | MAP``        ``eval.started.fixtureRuns`` equals the request's map (or MAP)
-``outcomes_equal_source``   ``RUN | [RUN]``: each ``agent.tool-returned`` of the agent
-                            equals the source's (several sources: concatenated in order)
-``fixture_miss_count``      ``N`` (every task of the summary) or ``{task: N}``
-``passed``                  ``BOOL`` (every task) or ``{task: BOOL}``
-``counter_unchanged``       ``{key, tenant} | [...]``: the live counter before == after
-``counter_moved``           ``{key, tenant} | [...]``: a positive control, it went up
-``event_includes``          ``{type, payload}``: an event of the run carries that payload
-``json_includes: VALUE``    the response body contains VALUE (mappings by subset)
-``tool_statuses: [S, ...]`` the statuses of the agent's ``agent.tool-returned``, in order
-``lane_content_free: RUN``  that run's tool events carry ``argsHash``, no inputs/outcome
-``facet_implies_matching``  ``true``: discovery never has recordedFixtures alone
-``summary_content_free``    ``true``: eval.* events and the EvalSummary carry no content
-``no_derived_on_wire``      ``true``: no response, snapshot, event or summary of the run
-                            carries a fixture entry (white-box control: the run has some)
-==========================  ===============================================================
-
-White-box expectations read the `SimHost` itself (``host.core``):
-
-==========================  ===============================================================
-``runs_unchanged: true``    ``len(host.core.runs)`` is the same before and after
-``resolutions_unchanged``   ``RUN | [RUN]``: ``host.core.resolutions`` of each is unchanged
-``live_calls_unchanged``    ``true``: no live tool ran and nothing left through egress
-``no_secret_in_derived``    ``true``: no ``vault_credential`` in any derived copy
-``derived_entries``         ``{source: RUN, task, entries: [...]}``: the copy this run
-                            derived for ``task`` is exactly ``entries`` (``to_json`` form)
-``derived_copies``          ``{source: RUN, count: N}``: copies stored under the source
-==========================  ===============================================================
-
+The vocabulary documents itself: the file and row keys (`TOP_KEYS`, `ROW_KEYS`,
+`REQUEST_KEYS`, each with what it means), the actions (the `ActionKind` classes here) and
+the expectations (the `Expectation` classes of `refsim.check.expectations`). `refsim doc`
+renders them as "The example vocabulary" in specs/REFERENCE.md, the one manual of it.
 An unknown key anywhere is a `ValueError` naming the file and the row.
 """
 
@@ -116,7 +15,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import yaml
@@ -290,42 +189,205 @@ def _short(text: str) -> str:
 # ------------------------------------------------------------------------------ the vocabulary
 
 
-@attrs.frozen
-class _Kind:
-    required: frozenset[str]
-    optional: frozenset[str]
-    success: int | None  # None: any 2xx
-    shorthand: str | None = None  # a bare scalar means {shorthand: value}
-    creates_run: bool = False
+class ActionKind:
+    """One kind of action of a row, in setup or as a request: its arguments, what it sends,
+    and the status that means it succeeded. Subclasses set the class attributes and `send`."""
+
+    name: ClassVar[str]
+    doc: ClassVar[str]  # what it sends, in a sentence
+    required: ClassVar[frozenset[str]]
+    optional: ClassVar[frozenset[str]] = frozenset({"key"})
+    success: ClassVar[int | None] = 201  # None: any 2xx
+    shorthand: ClassVar[str | None] = None  # a bare scalar means {shorthand: value}
+    creates_run: ClassVar[bool] = False
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        raise NotImplementedError(self.name)
 
 
-def _kind(required: Iterable[str], optional: Iterable[str], success: int | None, *,
-          shorthand: str | None = None, creates_run: bool = False) -> _Kind:
-    return _Kind(frozenset(required), frozenset(optional), success, shorthand, creates_run)
+class RegisterSuite(ActionKind):
+    name = "register_suite"
+    doc = ("makes a suite available to the tenant: a catalog suite where discovery lists it "
+           "in `fixtures`, else through the seam POST /conformance/seams/eval-suites; a "
+           "row-local suite document through the seam only (`NAME` or `{suite, key}`)")
+    required = frozenset({"suite"})
+    shorthand = "suite"
+    # Not sent as a request: the row run registers it (`_RowRun.register`).
 
 
-ACTIONS: Mapping[str, _Kind] = {
-    "register_suite": _kind(["suite"], ["key"], 201, shorthand="suite"),
-    "create_eval": _kind(["suite"], ["agent", "fixture_runs", "eval_modes", "extra", "key", "as"],
-                         201, creates_run=True),
-    "create_workflow": _kind(["workflow"], ["inputs", "fixture_runs", "extra", "key", "as"], 201,
-                             creates_run=True),
-    "fork": _kind(["run", "mode"], ["body", "key", "as"], 201, creates_run=True),
-    "cancel": _kind(["run"], ["key"], 200, shorthand="run"),
-    "erase": _kind(["run"], ["key"], 200, shorthand="run"),
-    "resolve": _kind(["run"], ["key"], 200, shorthand="run"),
-    "add_tenant": _kind(["as", "name", "api_key"], ["workspace"], 201),
-    "http": _kind(["path"], ["method", "body", "key", "as"], None, creates_run=True),
+class CreateEval(ActionKind):
+    name = "create_eval"
+    doc = ("POST /runs of an eval: `suite` is a `suites` name, a fixture id or a suiteId; "
+           "`agent` defaults to conformance.eval:recorder; `fixture_runs` is the fixtureRuns "
+           "map and `eval_modes` the evalModes list; `extra` is merged into the body "
+           "(baselineRunId, say)")
+    required = frozenset({"suite"})
+    optional = frozenset({"agent", "fixture_runs", "eval_modes", "extra", "key", "as"})
+    creates_run = True
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        body = eval_body(run.suite_ref(tenant, args["suite"]), args.get("fixture_runs"),
+                         agent_id=args.get("agent", RECORDER))
+        if "eval_modes" in args:
+            body["evalModes"] = args["eval_modes"]
+        body.update(args.get("extra", {}))
+        return session.create(body)
+
+
+class CreateWorkflow(ActionKind):
+    name = "create_workflow"
+    doc = ("POST /runs of a workflow: `inputs` and `fixture_runs` become its inputs and "
+           "fixtureRuns; `extra` is merged into the body")
+    required = frozenset({"workflow"})
+    optional = frozenset({"inputs", "fixture_runs", "extra", "key", "as"})
+    creates_run = True
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        body = {"workflowId": args["workflow"]}
+        for name, field in (("inputs", "inputs"), ("fixture_runs", "fixtureRuns")):
+            if name in args:
+                body[field] = args[name]
+        body.update(args.get("extra", {}))
+        return session.create(body)
+
+
+class ForkRun(ActionKind):
+    name = "fork"
+    doc = "POST /runs/{RUN}:fork with `mode` (replay or branch), `body` merged in"
+    required = frozenset({"run", "mode"})
+    optional = frozenset({"body", "key", "as"})
+    creates_run = True
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        return session.request("POST", run_path(args["run"], ":fork"),
+                               json={"mode": args["mode"], **args.get("body", {})})
+
+
+class CancelRun(ActionKind):
+    name = "cancel"
+    doc = "POST /runs/{RUN}/cancel (`RUN` or `{run, key}`)"
+    required = frozenset({"run"})
+    success = 200
+    shorthand = "run"
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        return session.request("POST", run_path(args["run"], "/cancel"), json={})
+
+
+class EraseRun(ActionKind):
+    name = "erase"
+    doc = "the seam POST /conformance/seams/runs/{RUN}:erase (`RUN` or `{run, key}`)"
+    required = frozenset({"run"})
+    success = 200
+    shorthand = "run"
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        return session.require_erase(args["run"])
+
+
+class ResolveRun(ActionKind):
+    name = "resolve"
+    doc = ("the seam POST /conformance/seams/runs/{RUN}:resolve: a run waiting for input "
+           "goes on (`RUN` or `{run, key}`)")
+    required = frozenset({"run"})
+    success = 200
+    shorthand = "run"
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        return session.require_resolve(args["run"])
+
+
+class AddTenant(ActionKind):
+    name = "add_tenant"
+    doc = ("the seam POST /conformance/seams/tenants: a tenant the row calls `as`, by the "
+           "name this host gives `name`, with the key `api_key` (made new to every run of "
+           "the row) and an optional `workspace`")
+    required = frozenset({"as", "name", "api_key"})
+    optional = frozenset({"workspace"})
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        # The tenant is the one the row names, by the name this host gives it (learnt
+        # from a run of its, if none is yet).
+        name = run.tenant_names.get(args["name"]) or run.learn_tenant(args["name"])
+        return session.require_tenant(name, f"{args['api_key']}-{run.tag}",
+                                      args.get("workspace"))
+
+
+class HttpRequest(ActionKind):
+    name = "http"
+    doc = ("any request: `method` (POST by default) to `path` with `body`; `$NAME` in the "
+           "path becomes that run's projected id")
+    required = frozenset({"path"})
+    optional = frozenset({"method", "body", "key", "as"})
+    success = None
+    creates_run = True
+
+    def send(self, run: _RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        path = _PATH_REF_RE.sub(lambda m: project(run.subst("$" + m.group(1))), args["path"])
+        method = args.get("method", "POST")
+        if "body" in args:
+            return session.request(method, path, json=args["body"])
+        return session.request(method, path)
+
+
+ACTIONS: Mapping[str, ActionKind] = {kind.name: kind() for kind in (
+    RegisterSuite, CreateEval, CreateWorkflow, ForkRun, CancelRun, EraseRun, ResolveRun,
+    AddTenant, HttpRequest)}
+# Each key of a file, a row and a request, with what it means (REFERENCE.md shows these).
+TOP_KEYS: Mapping[str, str] = {
+    "examples": "the rows (required, a list)",
+    "suites": "name -> a suite of the conformance fixture catalog (its fixture id, "
+              "specs/fixtures/) or a row-local eval-suite document; `register_suite: NAME` "
+              "makes it available, `create_eval: {suite: NAME}` names it",
+    "definitions": "free-form, ignored by the runner: a home for YAML anchors "
+                   "(`&refund-script`) that rows and suites reuse (`*refund-script`)",
 }
-ROW_KEYS = frozenset({"id", "source", "requirement_id", "title", "profile", "requires",
-                      "withholds",
-                      "setup", "request", "expect", "requests"})
+ROW_KEYS: Mapping[str, str] = {
+    "id": "`rfc-0252.example-N` (`source: rfc`) or `refsim.example.0252.<slug>` "
+          "(`source: refsim`)",
+    "source": "`rfc` (a row of the RFC's own table) or `refsim`",
+    "requirement_id": "the id of specs/requirements.yaml the row's report row is filed under",
+    "title": "what the row shows, in a line",
+    "profile": "a host profile (`refsim.domain.profile.PROFILES`): the row states a fact "
+               "about that kind of host and always runs on it (over HTTP it is listed "
+               "apart). Without one the row runs on the target's profile, and is "
+               "inapplicable where the host does not advertise "
+               "agents.evalSuite.recordedFixtures, as the conformance scenario is gated",
+    "requires": "facet members (fixtureErrors, baselineSelection, fixtureMatching) or "
+                "capability families (replay, runList) the row needs advertised: "
+                "inapplicable where they are not",
+    "withholds": "facet members the row's claim needs the host NOT to advertise (with a "
+                 "`profile` that withholds them, to run on in process); over HTTP the row "
+                 "judges a host that withholds them too, and is inapplicable on one that "
+                 "advertises one",
+    "setup": "a list of actions; each must succeed (its action's status) or the row fails "
+             "there: every success is a positive-control finding of the row",
+    "request": "one action, judged by `expect` (labelled `request`)",
+    "expect": "the expectations of `request`; every request states `status`",
+    "requests": "a list of `{label, <action>, expect}`, judged in order. In any action, "
+                "`key` names the calling tenant (`acme` by default, `globex`, or an "
+                "`add_tenant` label); `as: NAME` captures the id of the run it created, "
+                "and afterwards `\"$NAME\"` stands for that id anywhere in an action or "
+                "an expectation (`\"$$x\"` is the literal `\"$x\"`). RUN is a captured "
+                "name (with or without `$`) or a literal id containing `/`",
+}
+REQUEST_KEYS: Mapping[str, str] = {
+    "label": "the request's name, which later expectations refer to (`identical_to: L`)",
+    "expect": "its expectations",
+}
 # What a row may require of the host, beside recordedFixtures (the gate): a member of the
 # agents.evalSuite facet, or a capability family at the discovery root.
 FACET_MEMBERS = frozenset({"fixtureErrors", "baselineSelection", "fixtureMatching"})
 FAMILIES = frozenset({"replay", "runList"})
-REQUEST_KEYS = frozenset({"label", "expect"})
-TOP_KEYS = frozenset({"examples", "suites", "definitions"})
 # Expectations that read the run the request created: its events or its summary.
 _NEEDS_RUN = names_needing_run()
 
@@ -370,7 +432,7 @@ def load_file(file: Path) -> list[Example]:
         raise ValueError(f"{file}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{file}: the top level must be a mapping with `examples:`")
-    unknown = sorted(set(map(str, data)) - TOP_KEYS)
+    unknown = sorted(set(map(str, data)) - TOP_KEYS.keys())
     if unknown:
         raise ValueError(f"{file}: unknown top-level key(s) {unknown}; expected "
                          + ", ".join(sorted(TOP_KEYS)))
@@ -419,7 +481,7 @@ class _RowParser:
     def parse(self, raw: Any) -> Example:
         if not isinstance(raw, dict):
             raise _Invalid("a row must be a mapping")
-        unknown = sorted(set(map(str, raw)) - ROW_KEYS)
+        unknown = sorted(set(map(str, raw)) - ROW_KEYS.keys())
         if unknown:
             raise _Invalid(f"unknown row key(s) {unknown}; expected "
                            + ", ".join(sorted(ROW_KEYS)))
@@ -913,7 +975,7 @@ class _RowRun:
             return ref
         return suite
 
-    def _learn_tenant(self, label: str) -> str:
+    def learn_tenant(self, label: str) -> str:
         """The host's name for the row's tenant `label` (acme, globex): the tenant segment
         of a run it makes (a run of the no-op workflow, where the host lists it); the label
         itself where nothing can be learnt."""
@@ -953,41 +1015,7 @@ class _RowRun:
         self.last_args = args
         if kind in ("create_eval", "create_workflow"):
             self._settle(args)
-        if kind == "create_eval":
-            body = eval_body(self.suite_ref(action.tenant, args["suite"]),
-                             args.get("fixture_runs"), agent_id=args.get("agent", RECORDER))
-            if "eval_modes" in args:
-                body["evalModes"] = args["eval_modes"]
-            body.update(args.get("extra", {}))
-            return session.create(body)
-        if kind == "create_workflow":
-            body = {"workflowId": args["workflow"]}
-            for name, field in (("inputs", "inputs"), ("fixture_runs", "fixtureRuns")):
-                if name in args:
-                    body[field] = args[name]
-            body.update(args.get("extra", {}))
-            return session.create(body)
-        if kind == "fork":
-            return session.request("POST", run_path(args["run"], ":fork"),
-                                   json={"mode": args["mode"], **args.get("body", {})})
-        if kind == "cancel":
-            return session.request("POST", run_path(args["run"], "/cancel"), json={})
-        if kind == "erase":
-            return session.require_erase(args["run"])
-        if kind == "resolve":
-            return session.require_resolve(args["run"])
-        if kind == "add_tenant":
-            # The key is new to every run of the row; the tenant is the one the row names,
-            # by the name this host gives it (learnt from a run of its, if none is yet).
-            name = self.tenant_names.get(args["name"]) or self._learn_tenant(args["name"])
-            return session.require_tenant(name, f"{args['api_key']}-{self.tag}",
-                                          args.get("workspace"))
-        assert kind == "http", kind
-        path = _PATH_REF_RE.sub(lambda m: project(self.subst("$" + m.group(1))), args["path"])
-        method = args.get("method", "POST")
-        if "body" in args:
-            return session.request(method, path, json=args["body"])
-        return session.request(method, path)
+        return ACTIONS[kind].send(self, session, action.tenant, args)
 
     def ask(self, label: str) -> Callable[[], Response]:
         """The request labelled `label`, as it was sent, to be made again (a refusal)."""
