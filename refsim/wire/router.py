@@ -83,9 +83,10 @@ def _json_response(status: int, body: Any, extra: dict[str, str] | None = None) 
 
 
 def refusal_response(refusal: Refusal) -> Response:
-    refusal = checked(refusal)
+    """A refusal as its envelope, at the status the registry gives its code."""
+    status, refusal = checked(refusal)
     extra = {"Retry-After": "1"} if refusal.code == "rate_limited" else None
-    return _json_response(refusal.status, refusal.to_json(), extra)
+    return _json_response(status, refusal.to_json(), extra)
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:
@@ -329,7 +330,7 @@ class Router:
                     self.last_hold_seconds = held
                     self.max_hold_seconds = max(self.max_hold_seconds, held)
         except Exception:  # a bug, not bad input: still an envelope, never a traceback
-            return refusal_response(Refusal(500, "internal_error",
+            return refusal_response(Refusal("internal_error",
                                             "the host failed while handling the request"))
 
     def _prepare(self, method: str, target: str, raw_headers: dict[str, str],
@@ -352,7 +353,7 @@ class Router:
             return refusal_response(version)
         if body is not None and len(body) > MAX_BODY_BYTES:
             return refusal_response(Refusal(
-                413, "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes"))
+                "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes"))
         segments = request.path.split("/")[1:]
         route = self._route(request.method, segments)  # reads the profile, never state
         if route is None:
@@ -379,7 +380,7 @@ class Router:
         if needs_auth:
             caller = self._authenticate(request.headers.get("authorization"))
             if caller is None:
-                return refusal_response(Refusal(401, "unauthenticated",
+                return refusal_response(Refusal("unauthenticated",
                                                 "a valid API key is required (Authorization: "
                                                 "Bearer <key>)"))
         return handler(self, request, caller, args)
@@ -394,7 +395,7 @@ class Router:
         major, minor = int(match.group(1)), match.group(2)
         if major != 2 or (minor is not None and f"{major}.{int(minor)}" not in
                           (PROTOCOL_VERSION,)):
-            return Refusal(406, "protocol_version_unsupported",
+            return Refusal("protocol_version_unsupported",
                            f"this host speaks OpenWOP {PROTOCOL_VERSION} only")
         return None
 
@@ -460,7 +461,7 @@ class Router:
         content_type = request.headers.get("content-type")
         if (content_type is not None and
                 content_type.split(";")[0].strip().lower() != "application/json"):
-            return Refusal(415, "unsupported_media_type", "request bodies must be application/json")
+            return Refusal("unsupported_media_type", "request bodies must be application/json")
         if not request.body:
             return validation("a JSON object body is required")
         try:
@@ -576,13 +577,13 @@ class Router:
         key = request.headers.get("idempotency-key")
         if key is not None:
             if not key or len(key) > MAX_IDEMPOTENCY_KEY:
-                return refusal_response(Refusal(400, "idempotency_key_invalid",
+                return refusal_response(Refusal("idempotency_key_invalid",
                                                 "Idempotency-Key must be 1 to 255 characters"))
             fingerprint = canonical(body)
             cached = self._idempotency.get((caller, key))
             if cached is not None:
                 if cached[0] != fingerprint:
-                    return refusal_response(Refusal(409, "idempotency_key_mismatch",
+                    return refusal_response(Refusal("idempotency_key_mismatch",
                                                     "this Idempotency-Key was used with "
                                                     "another body"))
                 replay = cached[1]
@@ -831,7 +832,7 @@ class Router:
                     field=f"suite.tasks[{index}].input.script"))
         suite = parse_suite(body["suite"])
         if not self.core.suites.register(caller.tenant, suite):
-            return refusal_response(Refusal(409, "version_conflict",
+            return refusal_response(Refusal("version_conflict",
                                             "a different suite with this suiteId is registered"))
         return _json_response(201, {"suiteId": suite.suite_id, "evalSuiteRef": suite.suite_id})
 
