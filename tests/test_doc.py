@@ -99,15 +99,15 @@ def test_a_malformed_answer_row_is_a_clear_error(raw: object, problem: str) -> N
 
 
 def _refusal_codes(files: list[Path]) -> set[str]:
-    """Codes the host builds HTTP refusals with: `Refusal(status, "code", …)`, plus the
-    profile's gone-copy code (a field, so the refusal that uses it names no literal)."""
+    """Codes the host builds HTTP refusals with: `Refusal("code", …)`, plus the profile's
+    gone-copy code (a field, so the refusal that uses it names no literal)."""
     found = {HostProfile().gone_copy_code}
     for file in files:
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id == "Refusal" and len(node.args) >= 2
-                    and isinstance(node.args[1], ast.Constant)):
-                found.add(str(node.args[1].value))
+                    and node.func.id == "Refusal" and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                found.add(str(node.args[0].value))
     return found
 
 
@@ -146,10 +146,10 @@ def wire_codes(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[tuple[int, str]]
     seen: set[tuple[int, str]] = set()
     guard = router_module.checked  # type: ignore[attr-defined]
 
-    def spy(refusal: Refusal) -> Refusal:
-        out = guard(refusal)
-        seen.add((out.status, out.code))
-        return out
+    def spy(refusal: Refusal) -> tuple[int, Refusal]:
+        status, out = guard(refusal)
+        seen.add((status, out.code))
+        return status, out
     monkeypatch.setattr(router_module, "checked", spy)
     yield seen
 

@@ -25,6 +25,7 @@ from refsim.domain.owners import DEFAULT_TENANTS, Owner, Tenant
 from refsim.domain.profile import HostProfile
 from refsim.domain.recorded import CopyStore, Deriver, SourcePolicy
 from refsim.domain.refusals import (
+    TENANT_MISMATCH,
     UNUSABLE_BASELINE,
     UNUSABLE_SOURCE,
     Refusal,
@@ -37,7 +38,6 @@ from refsim.domain.runs import EvalRecord, Event, HeldCall, RunRecord
 from refsim.domain.suites import Suite, SuiteCatalogue, Task, golden_match
 from refsim.domain.tools import ToolGateway, ToolResult
 from refsim.domain.values import Erasure
-from refsim.registry_codes import registered_status
 
 WORKFLOWS = ("conformance-agent-call", "conformance-noop", "conformance-wait-input")
 MAX_DELEGATION_DEPTH = 4
@@ -401,7 +401,8 @@ class HostCore:
     # -- reading
 
     def visible_run(self, caller: Owner, rid: RunId) -> RunRecord | Refusal:
-        """A run the caller may read; another tenant's id is 403 whether or not it exists."""
+        """A run the caller may read; another tenant's id is a tenant mismatch whether or not
+        it exists."""
         if rid.tenant != caller.tenant:
             return tenant_mismatch()
         run = self.runs.get(rid)
@@ -457,7 +458,7 @@ class HostCore:
     def _create_eval(self, caller: Owner, command: CreateEval) -> Created | Refusal:
         profile, rules = self.profile, self.components.rules
         if not profile.eval_suite:
-            return Refusal(422, "capability_not_provided",
+            return Refusal("capability_not_provided",
                            "this host does not run evals (agents.evalSuite is not advertised)")
         if ((command.eval_modes is not None or command.has_baseline)
                 and not profile.baseline_selection):
@@ -651,26 +652,24 @@ class HostCore:
     def _fork(self, caller: Owner, rid: RunId, command: Fork) -> Created | Refusal:
         found = self.visible_run(caller, rid)
         if isinstance(found, Refusal):
-            return not_found() if found.status == 403 else found
+            return not_found() if found.code == TENANT_MISMATCH else found
         source = found
         if not source.terminal:
             return state_conflict("only a terminal run can be forked", source.status)
         from_seq = command.from_seq
         if from_seq > source.last_sequence:
-            return Refusal(422, "fork_point_invalid", "fromSeq is past the run's last event")
+            return Refusal("fork_point_invalid", "fromSeq is past the run's last event")
         mode = command.mode
         if mode == "replay" and command.has_overlay:
             return validation("a replay fork takes no runOptionsOverlay",
                               field="runOptionsOverlay")
         if mode == "branch" and from_seq != 0:
-            return Refusal(422, "fork_point_invalid",
-                           "this host branches a run only from sequence 0")
+            return Refusal("fork_point_invalid", "this host branches a run only from sequence 0")
         copies: dict[str, tuple[FixtureEntry, ...]] = {}
         if source.eval is not None and source.eval.fixture_runs:
             found_copies = self.components.forks.copies(self, source)
             if found_copies is None:
-                code = self.profile.gone_copy_code
-                return Refusal(registered_status(code, 404), code,
+                return Refusal(self.profile.gone_copy_code,
                                "the recorded fixtures this eval run used are gone; "
                                "it cannot be replayed")
             copies = found_copies
@@ -741,7 +740,7 @@ class HostCore:
         if isinstance(found, Refusal):
             return found
         if found.terminal:
-            return Refusal(409, "run_terminal", "the run is already terminal")
+            return Refusal("run_terminal", "the run is already terminal")
         self._emit(found, "run.cancelled", {})
         found.status = "cancelled"
         found.completed_at = self.clock.now()

@@ -1,6 +1,7 @@
-"""Wire refusals as values: a status, a registered code, a message, optional details.
+"""Refusals as values: a registered code, a message, optional details.
 
-Python exceptions are for bugs and misuse; a request the host declines is a Refusal.
+Python exceptions are for bugs and misuse; a request the host declines is a Refusal. The
+domain names the code only: the wire answers it at the status the error registry gives it.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import attrs
 UNUSABLE_SOURCE_MESSAGE = "fixtureRuns names a source run that cannot be used for this eval"
 # RFC 0251 §C's own uniform refusal for a baseline, distinct from the one above.
 UNUSABLE_BASELINE_MESSAGE = "baselineRunId names a run that cannot be used as a baseline"
+TENANT_MISMATCH = "id_tenant_mismatch"
 
 
 @attrs.frozen
 class Refusal:
-    status: int
     code: str
     message: str
     details: dict[str, Any] | None = None
@@ -30,25 +31,24 @@ class Refusal:
         return out
 
     def __str__(self) -> str:
-        return f"{self.status} {self.code}: {self.message}"
+        return f"{self.code}: {self.message}"
 
 
 def validation(message: str, **details: Any) -> Refusal:
-    return Refusal(400, "validation_error", message, details or None)
+    return Refusal("validation_error", message, details or None)
 
 
-UNUSABLE_SOURCE = Refusal(400, "validation_error", UNUSABLE_SOURCE_MESSAGE)
-UNUSABLE_BASELINE = Refusal(400, "validation_error", UNUSABLE_BASELINE_MESSAGE)
+UNUSABLE_SOURCE = Refusal("validation_error", UNUSABLE_SOURCE_MESSAGE)
+UNUSABLE_BASELINE = Refusal("validation_error", UNUSABLE_BASELINE_MESSAGE)
 
 
 def not_found(message: str = "no run of that id is visible to the caller") -> Refusal:
-    return Refusal(404, "not_found", message)
+    return Refusal("not_found", message)
 
 
 def tenant_mismatch() -> Refusal:
-    return Refusal(403, "id_tenant_mismatch",
-                   "the id's tenant segment is not the caller's tenant")
+    return Refusal(TENANT_MISMATCH, "the id's tenant segment is not the caller's tenant")
 
 
 def state_conflict(message: str, run_status: str) -> Refusal:
-    return Refusal(409, "run_state_conflict", message, {"runStatus": run_status})
+    return Refusal("run_state_conflict", message, {"runStatus": run_status})

@@ -229,7 +229,7 @@ class WireApp:
             return self.handler.request_raw(method, target, headers=headers, body=body)
         except Exception as exc:  # a bug in the handler, not bad input
             self.handler_errors.append(f"{method} {target[:100]}: {exc!r}"[:500])
-            return refusal_response(Refusal(500, "internal_error",
+            return refusal_response(Refusal("internal_error",
                                             "the host failed while handling the request"))
         finally:
             spent = time.perf_counter() - started

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import itertools
 import json
 import re
@@ -39,6 +40,7 @@ from refsim.wire.commands import create_command, fork_command
 from refsim.wire.errors import checked
 from refsim.wire.limits import LONG_POLL_MAX_SECONDS
 from refsim.wire.response import Response, compact, encode
+from refsim.wire.routes import JSON, Body, Refused, Route, RouteTable, unwrap
 
 PROTOCOL_VERSION = "2.0"
 MAX_BODY_BYTES = limits.MAX_BODY_BYTES  # kept here for older imports; see limits
@@ -49,7 +51,6 @@ CREATED_STATUSES = frozenset({"pending", "running", "waiting-approval", "waiting
                               "waiting-external"})
 _VERSION_RE = re.compile(r"([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.ASCII)
 _INT_RE = re.compile(r"-?[0-9]{1,12}", re.ASCII)
-SEAMS = ("eval-counter", "runs:erase", "runs:resolve", "eval-suites", "tenants")
 # GET /runs (listRuns): OpenWOP v2 bounds `limit` to 1..100 and defaults it to 50, so a page
 # renders at most 100 snapshots whatever the host holds.
 RUN_LIST_DEFAULT_LIMIT = limits.RUN_LIST_DEFAULT_LIMIT
@@ -72,7 +73,8 @@ class Request:
     memo: dict[Any, Any] = attrs.field(factory=dict, eq=False, repr=False)
 
 
-Handler = Callable[["Router", Request, Owner | None, list[str]], Response]
+# What a handler answers: a response, or a refusal the router makes into one.
+Handler = Callable[["Router", "Call"], Response | Refusal]
 
 
 def _json_response(status: int, body: Any, extra: dict[str, str] | None = None) -> Response:
@@ -83,9 +85,10 @@ def _json_response(status: int, body: Any, extra: dict[str, str] | None = None) 
 
 
 def refusal_response(refusal: Refusal) -> Response:
-    refusal = checked(refusal)
+    """A refusal as its envelope, at the status the registry gives its code."""
+    status, refusal = checked(refusal)
     extra = {"Retry-After": "1"} if refusal.code == "rate_limited" else None
-    return _json_response(refusal.status, refusal.to_json(), extra)
+    return _json_response(status, refusal.to_json(), extra)
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:
@@ -187,9 +190,10 @@ def script_size(script: Any) -> tuple[int, int]:
     return steps, calls
 
 
-def suite_cap_refusal(suite: Any) -> Refusal | None:
-    """The work caps of a suite registered through the seam (README "Limits"); each
-    refusal names the limit. Checked before the schema, so counting stays linear."""
+def suite_cap_refusal(body: dict[str, Any]) -> Refusal | None:
+    """The work caps of the suite a seam body registers (README "Limits"); each refusal
+    names the limit. Checked before the schema, so counting stays linear."""
+    suite = body.get("suite")
     if not isinstance(suite, dict) or not isinstance(suite.get("tasks"), list):
         return None  # the schema says what is wrong
     tasks = suite["tasks"]
@@ -296,6 +300,32 @@ def _page_by_event(pending: list[Event], limit: int) -> tuple[list[dict[str, Any
     return events, False
 
 
+@attrs.frozen
+class Call:
+    """A routed request as its handler gets it: the request, its row, the values of the
+    pattern's holes, and the caller (None only on a route that needs none)."""
+
+    request: Request
+    route: Route[Handler]
+    args: list[str]
+    caller: Owner | None
+
+    @property
+    def owner(self) -> Owner:
+        """The caller, on a route that needs one (every route but discovery)."""
+        assert self.caller is not None
+        return self.caller
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object; raises Refused when it is not one."""
+        return Router._json_body(self.request)
+
+    def valid_json(self) -> dict[str, Any]:
+        """The body as the row takes it: a JSON object within the row's caps and valid
+        against its schema; raises Refused otherwise."""
+        return Router._checked_body(self.request, self.route.body or JSON)
+
+
 @attrs.define
 class Router:
     core: HostCore
@@ -312,31 +342,36 @@ class Router:
 
     def handle(self, method: str, target: str, headers: dict[str, str] | None,
                body: bytes | None) -> Response:
+        """The answer to one request: a refusal, returned or raised on the way, becomes its
+        envelope here and nowhere else."""
         try:
-            prepared = self._prepare(method, target, headers or {}, body)
-            if isinstance(prepared, Response):
-                return prepared
-            handler, request, args, needs_auth = prepared
-            # Parsing and schema checks need no host state: done before the lock, which
-            # then guards the in-memory transaction only.
-            self._warm(handler, request)
-            with self.lock:
-                started = time.perf_counter()
-                try:
-                    return self._dispatch(handler, request, args, needs_auth)
-                finally:
-                    held = time.perf_counter() - started
-                    self.last_hold_seconds = held
-                    self.max_hold_seconds = max(self.max_hold_seconds, held)
+            answer = self._answer(method, target, headers or {}, body)
+        except Refused as refused:
+            answer = refused.refusal
         except Exception:  # a bug, not bad input: still an envelope, never a traceback
-            return refusal_response(Refusal(500, "internal_error",
-                                            "the host failed while handling the request"))
+            answer = Refusal("internal_error", "the host failed while handling the request")
+        return answer if isinstance(answer, Response) else refusal_response(answer)
+
+    def _answer(self, method: str, target: str, headers: dict[str, str],
+                body: bytes | None) -> Response | Refusal:
+        request, route, args = self._prepare(method, target, headers, body)
+        # Parsing and schema checks need no host state: done before the lock, which then
+        # guards the in-memory transaction only.
+        self._warm(request, route)
+        with self.lock:
+            started = time.perf_counter()
+            try:
+                return self._dispatch(request, route, args)
+            finally:
+                held = time.perf_counter() - started
+                self.last_hold_seconds = held
+                self.max_hold_seconds = max(self.max_hold_seconds, held)
 
     def _prepare(self, method: str, target: str, raw_headers: dict[str, str],
-                 body: bytes | None) -> Response | tuple[Handler, Request, list[str], bool]:
+                 body: bytes | None) -> tuple[Request, Route[Handler], list[str]]:
         headers = {str(k).lower(): str(v) for k, v in raw_headers.items()}
         if not isinstance(target, str) or not target.startswith("/"):
-            return refusal_response(not_found("no such path on this host"))
+            raise Refused(not_found("no such path on this host"))
         if _PLAIN_PATH.fullmatch(target):
             # A path and nothing else: what urlsplit would give back, without its work.
             request = Request(str(method).upper(), target, {}, headers, body)
@@ -344,59 +379,51 @@ class Router:
             try:
                 parts = urlsplit(target)
             except ValueError:  # e.g. an unbalanced "[" read as an IPv6 authority
-                return refusal_response(not_found("no such path on this host"))
+                raise Refused(not_found("no such path on this host")) from None
             request = Request(str(method).upper(), parts.path, parse_qs(parts.query), headers,
                               body)
-        version = self._check_version(headers.get("openwop-version"))
-        if version is not None:
-            return refusal_response(version)
+        self._check_version(headers.get("openwop-version"))
         if body is not None and len(body) > MAX_BODY_BYTES:
-            return refusal_response(Refusal(
-                413, "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes"))
-        segments = request.path.split("/")[1:]
-        route = self._route(request.method, segments)  # reads the profile, never state
-        if route is None:
-            return refusal_response(not_found(f"no route for {request.method} on this path"))
-        handler, args, needs_auth = route
-        return handler, request, args, needs_auth
-
-    def _warm(self, handler: Handler, request: Request) -> None:
-        """Parse the body and check it against its schema, memoised on the request."""
-        schema = _BODY_SCHEMAS.get(handler)
-        if request.body is None or (schema is None and handler not in _JSON_HANDLERS):
-            return
-        body = self._json_body(request)
-        if isinstance(body, Refusal) or schema is None:
-            return
-        if handler is Router._seam_suite:
-            if suite_cap_refusal(body.get("suite")) is not None:
-                return
-        self._validated(request, schema, body)
-
-    def _dispatch(self, handler: Handler, request: Request, args: list[str],
-                  needs_auth: bool) -> Response:
-        caller = None
-        if needs_auth:
-            caller = self._authenticate(request.headers.get("authorization"))
-            if caller is None:
-                return refusal_response(Refusal(401, "unauthenticated",
-                                                "a valid API key is required (Authorization: "
-                                                "Bearer <key>)"))
-        return handler(self, request, caller, args)
+            raise Refused(Refusal(
+                "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes"))
+        # Reads the profile (which routes this host has), never state.
+        found = ROUTES.find(self.core.profile, request.method, request.path.split("/")[1:])
+        if found is None:
+            raise Refused(not_found(f"no route for {request.method} on this path"))
+        route, args = found
+        return request, route, args
 
     @staticmethod
-    def _check_version(value: str | None) -> Refusal | None:
+    def _warm(request: Request, route: Route[Handler]) -> None:
+        """Parse the body and check it as the row says, memoised on the request; a refusal
+        waits for the handler, which comes after authentication."""
+        if request.body is None or route.body is None:
+            return
+        with contextlib.suppress(Refused):
+            Router._checked_body(request, route.body)
+
+    def _dispatch(self, request: Request, route: Route[Handler], args: list[str]
+                  ) -> Response | Refusal:
+        caller = None
+        if route.auth:
+            caller = self._authenticate(request.headers.get("authorization"))
+            if caller is None:
+                return Refusal("unauthenticated",
+                               "a valid API key is required (Authorization: Bearer <key>)")
+        return route.handler(self, Call(request, route, args, caller))
+
+    @staticmethod
+    def _check_version(value: str | None) -> None:
         if value is None:
-            return None
+            return
         match = _VERSION_RE.fullmatch(value.strip())
         if match is None:
-            return validation("OpenWOP-Version must be <major> or <major>.<minor>")
+            raise Refused(validation("OpenWOP-Version must be <major> or <major>.<minor>"))
         major, minor = int(match.group(1)), match.group(2)
         if major != 2 or (minor is not None and f"{major}.{int(minor)}" not in
                           (PROTOCOL_VERSION,)):
-            return Refusal(406, "protocol_version_unsupported",
-                           f"this host speaks OpenWOP {PROTOCOL_VERSION} only")
-        return None
+            raise Refused(Refusal("protocol_version_unsupported",
+                                  f"this host speaks OpenWOP {PROTOCOL_VERSION} only"))
 
     def _authenticate(self, header: str | None) -> Owner | None:
         if header is None:
@@ -406,61 +433,21 @@ class Router:
             return None
         return self.core.caller(token.strip())
 
-    # -- routing table
+    # -- helpers (each raises Refused where it cannot go on)
 
-    def _route(self, method: str, seg: list[str]) -> tuple[Handler, list[str], bool] | None:
-        if seg == [".well-known", "openwop"] and method == "GET":
-            return Router._discovery, [], False
-        if seg == ["runs"] and method == "POST":
-            return Router._create_run, [], True
-        if seg == ["runs"] and method == "GET":
-            return Router._list_runs, [], True
-        if len(seg) == 2 and seg[0] == "runs" and seg[1]:
-            if method == "GET":
-                return Router._get_run, [seg[1]], True
-            if method == "POST" and seg[1].endswith(":fork"):
-                return Router._fork, [seg[1][: -len(":fork")]], True
-        if len(seg) == 3 and seg[0] == "runs" and seg[1]:
-            if method == "GET" and seg[2] == "eval-summary":
-                return Router._eval_summary, [seg[1]], True
-            if method == "GET" and seg[2] == "events":
-                return Router._events_stream, [seg[1]], True
-            if method == "POST" and seg[2] == "cancel":
-                return Router._cancel, [seg[1]], True
-        if (len(seg) == 4 and seg[0] == "runs" and seg[2:] == ["events", "poll"]
-                and method == "GET"):
-            return Router._poll, [seg[1]], True
-        if seg[:2] == ["conformance", "seams"]:
-            return self._seam_route(method, seg[2:])
-        return None
-
-    def _seam_route(self, method: str, seg: list[str]) -> tuple[Handler, list[str], bool] | None:
-        if seg == ["eval-counter"] and method == "GET" and self.core.profile.counter_seam:
-            return Router._seam_counter, [], True
-        if seg == ["eval-suites"] and method == "POST":
-            return Router._seam_suite, [], True
-        if seg == ["tenants"] and method == "POST":
-            return Router._seam_tenant, [], True
-        if len(seg) == 2 and seg[0] == "runs" and method == "POST":
-            for action in ("erase", "resolve"):
-                if seg[1].endswith(":" + action):
-                    return getattr(Router, "_seam_" + action), [seg[1][: -len(action) - 1]], True
-        return None
-
-    # -- helpers
-
-    def _json_body(self, request: Request) -> dict[str, Any] | Refusal:
+    @staticmethod
+    def _json_body(request: Request) -> dict[str, Any]:
         if "body" not in request.memo:
-            request.memo["body"] = self._parse_json_body(request)
+            request.memo["body"] = Router._parse_json_body(request)
         parsed: dict[str, Any] | Refusal = request.memo["body"]
-        return parsed
+        return unwrap(parsed)
 
     @staticmethod
     def _parse_json_body(request: Request) -> dict[str, Any] | Refusal:
         content_type = request.headers.get("content-type")
         if (content_type is not None and
                 content_type.split(";")[0].strip().lower() != "application/json"):
-            return Refusal(415, "unsupported_media_type", "request bodies must be application/json")
+            return Refusal("unsupported_media_type", "request bodies must be application/json")
         if not request.body:
             return validation("a JSON object body is required")
         try:
@@ -480,32 +467,24 @@ class Router:
                               "surrogate escape")
         return doc
 
-    def _run_arg(self, caller: Owner, segment: str) -> RunRecord | Refusal:
-        rid = self._parse_run_segment(caller, segment)
-        if isinstance(rid, Refusal):
-            return rid
-        return self.core.visible_run(caller, rid)
-
     @staticmethod
-    def _parse_run_segment(caller: Owner, segment: str) -> RunId | Refusal:
-        try:
-            bound = unproject(segment)  # decoded once, here
-        except ProjectionError:
-            if "~" in segment or "%" in segment:
-                return validation("the run id segment has an escape that is not two hex digits")
-            return not_found()
-        rid = parse_decoded(bound, default_tenant=caller.tenant)
-        if rid is None:
-            return not_found()
-        return rid
-
-    def _validated(self, request: Request, ref: str, doc: Any) -> Refusal | None:
-        """The body's schema refusal (or None), memoised on the request."""
-        key = ("schema", ref)
+    def _checked_body(request: Request, spec: Body) -> dict[str, Any]:
+        """The body parsed, then held to the caps and the schema `spec` names; the schema's
+        verdict is memoised on the request."""
+        body = Router._json_body(request)
+        if spec.schema is None:
+            return body
+        if spec.caps is not None:
+            refusal = spec.caps(body)
+            if refusal is not None:
+                raise Refused(refusal)
+        key = ("schema", spec.schema)
         if key not in request.memo:
-            request.memo[key] = self._schema_refusal(ref, doc, _SCHEMA_SKIPS.get(ref))
-        refusal: Refusal | None = request.memo[key]
-        return refusal
+            request.memo[key] = Router._schema_refusal(spec.schema, body, spec.skip)
+        refusal = request.memo[key]
+        if refusal is not None:
+            raise Refused(refusal)
+        return body
 
     @staticmethod
     def _schema_refusal(ref: str, doc: Any, skip: Callable[[str], bool] | None = None
@@ -517,6 +496,42 @@ class Router:
         return validation("the request body does not match the schema",
                           issues=[{"pointer": i.pointer, "keyword": i.keyword}
                                   for i in found[:20]])
+
+    def _run_arg(self, caller: Owner, segment: str) -> RunRecord:
+        return unwrap(self.core.visible_run(caller, self._parse_run_segment(caller, segment)))
+
+    @staticmethod
+    def _parse_run_segment(caller: Owner, segment: str) -> RunId:
+        try:
+            bound = unproject(segment)  # decoded once, here
+        except ProjectionError:
+            if "~" in segment or "%" in segment:
+                raise Refused(validation("the run id segment has an escape that is not two "
+                                         "hex digits")) from None
+            raise Refused(not_found()) from None
+        rid = parse_decoded(bound, default_tenant=caller.tenant)
+        if rid is None:
+            raise Refused(not_found())
+        return rid
+
+    @staticmethod
+    def _int_query(request: Request, name: str, default: int, message: str | None = None
+                   ) -> int:
+        """A query parameter that is an integer >= -1, or refused (with `message` if given)."""
+        values = request.query.get(name)
+        if not values:
+            return default
+        text = values[-1]
+        if not _INT_RE.fullmatch(text) or int(text) < -1:
+            raise Refused(validation(message or
+                                     f"query parameter {name} must be an integer >= -1"))
+        return int(text)
+
+    @staticmethod
+    def _str_query(request: Request, name: str) -> str | None:
+        """The last value of a query parameter; an empty one is no value (parse_qs)."""
+        values = request.query.get(name)
+        return values[-1] if values else None
 
     def _created(self, run: RunRecord, extra: dict[str, Any] | None = None) -> Response:
         link = "/runs/" + run.run_id.projected
@@ -531,7 +546,7 @@ class Router:
 
     # -- handlers
 
-    def _discovery(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+    def _discovery(self, call: Call) -> Response:
         # The document changes only with the built-in suites and the profile: the hottest
         # route hashes it once, not per request.
         key = (id(self.core.profile), tuple(self.core.suites.fixture_ids))
@@ -540,14 +555,13 @@ class Router:
             text = Response(200, {}, doc).body.decode("utf-8")
             self._discovery_memo = (key, doc, '"' + sha256_hex(doc)[:32] + '"', text)
         _, doc, etag, text = self._discovery_memo  # shared: SimHost hands callers a copy
-        if _etag_matches(request.headers.get("if-none-match"), etag):
+        if _etag_matches(call.request.headers.get("if-none-match"), etag):
             return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
         response = _json_response(200, doc, {"ETag": etag})
         return attrs.evolve(response, text=text)  # the body, encoded once
 
     def discovery_document(self) -> dict[str, Any]:
         profile = self.core.profile
-        seams = [s for s in SEAMS if s != "eval-counter" or profile.counter_seam]
         doc: dict[str, Any] = {
             "protocolVersions": [PROTOCOL_VERSION], "preferredVersion": PROTOCOL_VERSION,
             "protocolVersion": PROTOCOL_VERSION,
@@ -557,7 +571,9 @@ class Router:
             # loaded the whole catalog (specs/fixtures/).
             "fixtures": sorted({*self.core.suites.fixture_ids, *WORKFLOWS,
                                 *catalog.agent_and_tool_ids()}),
-            "conformance": {"seamsProfile": "openwop-conformance-seams-v2", "seams": seams},
+            # The seam rows this host has: a seam is advertised exactly where it answers.
+            "conformance": {"seamsProfile": "openwop-conformance-seams-v2",
+                            "seams": ROUTES.seams(profile)},
             "replay": {"status": "stable", "since": "2.0", "witness": "witnessable-gated"},
             # listRuns (GET /runs) is gated on this record: a client lists runs only where
             # discovery names the family.
@@ -568,74 +584,59 @@ class Router:
             doc["agents"] = family
         return doc
 
-    def _create_run(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        body = self._json_body(request)
-        if isinstance(body, Refusal):
-            return refusal_response(body)
-        key = request.headers.get("idempotency-key")
+    def _create_run(self, call: Call) -> Response | Refusal:
+        caller, body = call.owner, call.json()
+        key = call.request.headers.get("idempotency-key")
         if key is not None:
             if not key or len(key) > MAX_IDEMPOTENCY_KEY:
-                return refusal_response(Refusal(400, "idempotency_key_invalid",
-                                                "Idempotency-Key must be 1 to 255 characters"))
-            fingerprint = canonical(body)
+                return Refusal("idempotency_key_invalid",
+                               "Idempotency-Key must be 1 to 255 characters")
             cached = self._idempotency.get((caller, key))
             if cached is not None:
-                if cached[0] != fingerprint:
-                    return refusal_response(Refusal(409, "idempotency_key_mismatch",
-                                                    "this Idempotency-Key was used with "
-                                                    "another body"))
+                if cached[0] != canonical(body):
+                    return Refusal("idempotency_key_mismatch",
+                                   "this Idempotency-Key was used with another body")
                 replay = cached[1]
                 return Response(replay.status,
                                 {**replay.headers, "OpenWOP-Idempotent-Replay": "true"},
                                 replay.json)
-        response = self._create(request, caller, body)
-        if key is not None and response.status == 201:
+        response = self._create(caller, call.valid_json())
+        if key is not None:
             self._idempotency[(caller, key)] = (canonical(body), response)
         return response
 
-    def _create(self, request: Request, caller: Owner, body: dict[str, Any]) -> Response:
-        refusal = self._validated(request, "create-run.schema.json", body)
-        if refusal is not None:
-            return refusal_response(refusal)
+    def _create(self, caller: Owner, body: dict[str, Any]) -> Response:
         inputs = body.get("inputs")
         if isinstance(inputs, dict):
             steps, _ = script_size(inputs.get("script"))
             if steps > limits.MAX_TASK_STEPS:
-                return refusal_response(validation(
+                raise Refused(validation(
                     f"inputs.script has {steps} steps, delegates included; the limit is "
                     f"{limits.MAX_TASK_STEPS}", field="inputs.script"))
-        result = self.core.create_run(caller, create_command(body))
-        if isinstance(result, Refusal):
-            return refusal_response(result)
-        return self._created(result.run)
+        return self._created(unwrap(self.core.create_run(caller, create_command(body))).run)
 
-    def _get_run(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        run = self._run_arg(caller, args[0])
-        if isinstance(run, Refusal):
-            return refusal_response(run)
+    def _get_run(self, call: Call) -> Response:
+        run = self._run_arg(call.owner, call.args[0])
         snapshot = render.snapshot(run)
         etag = '"' + sha256_hex(snapshot)[:32] + '"'
-        if _etag_matches(request.headers.get("if-none-match"), etag):
+        if _etag_matches(call.request.headers.get("if-none-match"), etag):
             return Response(304, {"OpenWOP-Version": PROTOCOL_VERSION, "ETag": etag})
         return _json_response(200, snapshot, {"ETag": etag})
 
-    def _list_runs(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
+    def _list_runs(self, call: Call) -> Response | Refusal:
         """listRuns: the caller's readable runs in creation order, paged by an opaque cursor."""
-        assert caller is not None
-        limit = self._int_query(request, "limit", RUN_LIST_DEFAULT_LIMIT)
-        if isinstance(limit, Refusal) or not 1 <= limit <= RUN_LIST_MAX_LIMIT:
-            return refusal_response(validation(
-                f"query parameter limit must be an integer from 1 to {RUN_LIST_MAX_LIMIT}"))
+        request = call.request
+        bounds = f"query parameter limit must be an integer from 1 to {RUN_LIST_MAX_LIMIT}"
+        limit = self._int_query(request, "limit", RUN_LIST_DEFAULT_LIMIT, bounds)
+        if not 1 <= limit <= RUN_LIST_MAX_LIMIT:
+            return validation(bounds)
         start = None
         cursor = self._str_query(request, "cursor")
         if cursor is not None:
             start = _run_cursor_start(cursor)
             if start is None:
-                return refusal_response(validation(
-                    "query parameter cursor is not a nextCursor this host gave"))
-        runs, following = _run_list(self.core.runs, caller, start,
+                return validation("query parameter cursor is not a nextCursor this host gave")
+        runs, following = _run_list(self.core.runs, call.owner, start,
                                     self._str_query(request, "workflowId"),
                                     self._str_query(request, "status"), limit)
         snapshots = [render.snapshot(run) for run in runs]
@@ -653,27 +654,18 @@ class Router:
         return _json_response(200, render.run_list(
             snapshots, None if following is None else _run_cursor(following)))
 
-    def _poll(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        run = self._run_arg(caller, args[0])
-        if isinstance(run, Refusal):
-            return refusal_response(run)
+    def _poll(self, call: Call) -> Response | Refusal:
+        request = call.request
+        run = self._run_arg(call.owner, call.args[0])
         after = self._int_query(request, "afterSequence", -1)
-        if isinstance(after, Refusal):
-            return refusal_response(after)
         # `timeout` is the long-poll wait; the HTTP face waits, in process it never does.
         timeout = self._int_query(request, "timeout", 0)
-        if isinstance(timeout, Refusal):
-            return refusal_response(timeout)
         if timeout > LONG_POLL_MAX_SECONDS:
-            return refusal_response(validation(
-                f"query parameter timeout is at most {LONG_POLL_MAX_SECONDS} seconds"))
+            return validation(f"query parameter timeout is at most {LONG_POLL_MAX_SECONDS} "
+                              "seconds")
         limit = self._int_query(request, "limit", limits.POLL_DEFAULT_LIMIT)
-        if isinstance(limit, Refusal):
-            return refusal_response(limit)
         if not 1 <= limit <= limits.POLL_MAX_LIMIT:
-            return refusal_response(validation(
-                f"query parameter limit must be 1 to {limits.POLL_MAX_LIMIT}"))
+            return validation(f"query parameter limit must be 1 to {limits.POLL_MAX_LIMIT}")
         events, more = _page(run, after, limit)
         # A page that stops early (limit or size) is not the end: isTerminal says that
         # the run is over and this page holds its last event; lastSequence is the cursor.
@@ -682,14 +674,10 @@ class Router:
                                     "status": run.status,
                                     "isTerminal": run.terminal and not more})
 
-    def _events_stream(self, request: Request, caller: Owner | None, args: list[str]
-                       ) -> Response:
+    def _events_stream(self, call: Call) -> Response | Refusal:
         """Server-sent events of everything recorded so far, resumable by Last-Event-ID."""
-        assert caller is not None
-        run = self._run_arg(caller, args[0])
-        if isinstance(run, Refusal):
-            return refusal_response(run)
-        last = request.headers.get("last-event-id")
+        run = self._run_arg(call.owner, call.args[0])
+        last = call.request.headers.get("last-event-id")
         after = -1
         if last is not None:
             by_id = {e.event_id: e.sequence for e in run.events}
@@ -698,7 +686,7 @@ class Router:
             elif _INT_RE.fullmatch(last):
                 after = int(last)
             else:
-                return refusal_response(validation("Last-Event-ID names no event of this run"))
+                return validation("Last-Event-ID names no event of this run")
         chunks = []
         for event in run.events:
             if event.sequence > after:
@@ -707,156 +695,92 @@ class Router:
         return Response(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                               "OpenWOP-Version": PROTOCOL_VERSION}, None, "".join(chunks))
 
-    @staticmethod
-    def _int_query(request: Request, name: str, default: int) -> int | Refusal:
-        values = request.query.get(name)
-        if not values:
-            return default
-        text = values[-1]
-        if not _INT_RE.fullmatch(text) or int(text) < -1:
-            return validation(f"query parameter {name} must be an integer >= -1")
-        return int(text)
-
-    @staticmethod
-    def _str_query(request: Request, name: str) -> str | None:
-        """The last value of a query parameter; an empty one is no value (parse_qs)."""
-        values = request.query.get(name)
-        return values[-1] if values else None
-
-    def _eval_summary(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
+    def _eval_summary(self, call: Call) -> Response | Refusal:
         if not self.core.profile.eval_suite:
-            return refusal_response(not_found("this host does not advertise agents.evalSuite"))
-        run = self._run_arg(caller, args[0])
-        if isinstance(run, Refusal):
-            return refusal_response(run)
+            return not_found("this host does not advertise agents.evalSuite")
+        run = self._run_arg(call.owner, call.args[0])
         if run.eval is None:
-            return refusal_response(not_found("the run is not an eval run"))
+            return not_found("the run is not an eval run")
         if not run.terminal or run.eval.summary is None:
-            return refusal_response(state_conflict("the eval run has not finished", run.status))
+            return state_conflict("the eval run has not finished", run.status)
         return _json_response(200, run.eval.summary)
 
-    def _fork(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        body = self._json_body(request)
-        if isinstance(body, Refusal):
-            return refusal_response(body)
-        refusal = self._validated(request, "fork-run.schema.json", body)
-        if refusal is not None:
-            return refusal_response(refusal)
-        rid = self._parse_run_segment(caller, args[0])
-        if isinstance(rid, Refusal):
-            return refusal_response(rid)
-        result = self.core.fork(caller, rid, fork_command(body))
-        if isinstance(result, Refusal):
-            return refusal_response(result)
+    def _fork(self, call: Call) -> Response:
+        body = call.valid_json()
+        rid = self._parse_run_segment(call.owner, call.args[0])
+        result = unwrap(self.core.fork(call.owner, rid, fork_command(body)))
         assert result.run.parent is not None
         return self._created(result.run, {"sourceRunId": result.run.parent.bound,
                                           "fromSeq": body.get("fromSeq", 0),
                                           "mode": body["mode"]})
 
-    def _cancel(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        if request.body:
-            body = self._json_body(request)
-            if isinstance(body, Refusal):
-                return refusal_response(body)
-        rid = self._parse_run_segment(caller, args[0])
-        if isinstance(rid, Refusal):
-            return refusal_response(rid)
-        result = self.core.cancel(caller, rid)
-        if isinstance(result, Refusal):
-            return refusal_response(result)
-        return _json_response(200, {"runId": result.run_id.bound, "status": result.status})
+    def _cancel(self, call: Call) -> Response:
+        if call.request.body:
+            call.json()  # an optional body, refused only when it is not a JSON object
+        rid = self._parse_run_segment(call.owner, call.args[0])
+        run = unwrap(self.core.cancel(call.owner, rid))
+        return _json_response(200, {"runId": run.run_id.bound, "status": run.status})
 
     # -- seams (openwop-conformance-seams-v2 plus refsim's own)
 
-    def _seam_counter(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        key = (request.query.get("key") or [""])[-1]
+    def _seam_counter(self, call: Call) -> Response | Refusal:
+        key = (call.request.query.get("key") or [""])[-1]
         if not key:
-            return refusal_response(validation("the counter seam needs ?key=K"))
-        return _json_response(200, {"key": key,
-                                    "count": self.core.gateway.counter_value(caller.tenant, key)})
+            return validation("the counter seam needs ?key=K")
+        count = self.core.gateway.counter_value(call.owner.tenant, key)
+        return _json_response(200, {"key": key, "count": count})
 
-    def _seam_erase(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        rid = self._parse_run_segment(caller, args[0])
-        if isinstance(rid, Refusal):
-            return refusal_response(rid)
+    def _seam_erase(self, call: Call) -> Response | Refusal:
+        rid = self._parse_run_segment(call.owner, call.args[0])
         # One scope only: the run's tool content and every copy derived from it (RFC 0252
         # Security SHOULD). A lapse that drops the held calls and keeps the copies breaks
         # that SHOULD: it lives in the zoo (keeps-copy-after-erasure), not on this host.
-        scope = (request.query.get("scope") or ["all"])[-1]
+        scope = (call.request.query.get("scope") or ["all"])[-1]
         if scope != "all":
-            return refusal_response(validation("the erase seam erases the run's tool content "
-                                               "and every copy derived from it; it takes no "
-                                               "other scope"))
-        result = self.core.erase(caller, rid)
-        if isinstance(result, Refusal):
-            return refusal_response(result)
-        return _json_response(200, render.erasure(result))
+            return validation("the erase seam erases the run's tool content and every copy "
+                              "derived from it; it takes no other scope")
+        return _json_response(200, render.erasure(unwrap(self.core.erase(call.owner, rid))))
 
-    def _seam_resolve(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        rid = self._parse_run_segment(caller, args[0])
-        if isinstance(rid, Refusal):
-            return refusal_response(rid)
-        result = self.core.resolve(caller, rid)
-        if isinstance(result, Refusal):
-            return refusal_response(result)
-        return _json_response(200, {"runId": result.run_id.bound, "status": result.status})
+    def _seam_resolve(self, call: Call) -> Response:
+        rid = self._parse_run_segment(call.owner, call.args[0])
+        run = unwrap(self.core.resolve(call.owner, rid))
+        return _json_response(200, {"runId": run.run_id.bound, "status": run.status})
 
-    def _seam_suite(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        assert caller is not None
-        body = self._json_body(request)
-        if isinstance(body, Refusal):
-            return refusal_response(body)
-        refusal = suite_cap_refusal(body.get("suite"))
-        if refusal is not None:
-            return refusal_response(refusal)
-        refusal = self._validated(request, "suite-seam.schema.json", body)
-        if refusal is not None:
-            return refusal_response(refusal)
+    def _seam_suite(self, call: Call) -> Response | Refusal:
+        body = call.valid_json()
         task_ids = [t["taskId"] for t in body["suite"]["tasks"]]
         if len(set(task_ids)) != len(task_ids):
-            return refusal_response(validation("a suite's taskIds must be unique",
-                                               field="suite.tasks"))
+            return validation("a suite's taskIds must be unique", field="suite.tasks")
         for index, task in enumerate(body["suite"]["tasks"]):
             task_input = task["input"]
             if (isinstance(task_input, dict) and "script" in task_input and
                     not schemas.valid_script(task_input["script"], parsed=True)):
-                return refusal_response(validation(
-                    "a task's input.script is not a valid agent script",
-                    field=f"suite.tasks[{index}].input.script"))
+                return validation("a task's input.script is not a valid agent script",
+                                  field=f"suite.tasks[{index}].input.script")
         suite = parse_suite(body["suite"])
-        if not self.core.suites.register(caller.tenant, suite):
-            return refusal_response(Refusal(409, "version_conflict",
-                                            "a different suite with this suiteId is registered"))
+        if not self.core.suites.register(call.owner.tenant, suite):
+            return Refusal("version_conflict", "a different suite with this suiteId is registered")
         return _json_response(201, {"suiteId": suite.suite_id, "evalSuiteRef": suite.suite_id})
 
-    def _seam_tenant(self, request: Request, caller: Owner | None, args: list[str]) -> Response:
-        body = self._json_body(request)
-        if isinstance(body, Refusal):
-            return refusal_response(body)
+    def _seam_tenant(self, call: Call) -> Response | Refusal:
+        body, caller = call.json(), call.caller
         name, key, ws = body.get("name"), body.get("apiKey"), body.get("workspace")
         if (set(body) - {"name", "apiKey", "workspace"} or not isinstance(name, str)
                 or not TENANT_RE.fullmatch(name) or not isinstance(key, str)
                 or not 1 <= len(key) <= 256 or key != key.strip() or " " in key
                 or (ws is not None
                     and (not isinstance(ws, str) or not WORKSPACE_RE.fullmatch(ws)))):
-            return refusal_response(validation(
-                "a tenant is {name, apiKey, workspace?} with a v2 tenant id and a key "
-                "without spaces"))
+            return validation("a tenant is {name, apiKey, workspace?} with a v2 tenant id and a "
+                              "key without spaces")
         tenant = Tenant(name, key, ws)
         existing = self.core.tenants.get(key)
         if existing is not None and existing != tenant:
-            return refusal_response(validation("that API key already belongs to a tenant"))
+            return validation("that API key already belongs to a tenant")
         if (existing is None and caller is not None and caller.tenant != name and
                 any(t.name == name for t in self.core.tenants.values())):
             # Another key for an existing tenant (say, one scoped to a workspace) is only
             # that tenant's to mint: from anyone else it would hand over the tenant's runs.
-            return refusal_response(validation("a tenant of that name exists already"))
+            return validation("a tenant of that name exists already")
         self.core.add_tenant(tenant)
         return _json_response(201, {"name": name, "workspace": ws})
 
@@ -867,8 +791,30 @@ def _is_source_value(pointer: str) -> bool:
     return pointer.startswith("/fixtureRuns/") and pointer.count("/") == 2
 
 
-_SCHEMA_SKIPS: dict[str, Callable[[str], bool]] = {"create-run.schema.json": _is_source_value}
-_BODY_SCHEMAS: dict[Any, str] = {Router._create_run: "create-run.schema.json",
-                                 Router._fork: "fork-run.schema.json",
-                                 Router._seam_suite: "suite-seam.schema.json"}
-_JSON_HANDLERS: frozenset[Any] = frozenset({Router._cancel, Router._seam_tenant})
+# Every route, one row each: adding a route is a row, its handler and its body's schema.
+# No two rows match the same request, so their order matters only to discovery, which
+# advertises the seams in it. A wrong method on a known path is no route (404), as an
+# unknown path is. An empty run id is no route where a pattern says `{run}`, and an id no
+# run has (404 after authentication) where it says `{run?}`.
+ROUTES: RouteTable[Handler] = RouteTable((
+    Route("GET", "/.well-known/openwop", Router._discovery, auth=False),
+    Route("POST", "/runs", Router._create_run,
+          body=Body("create-run.schema.json", skip=_is_source_value)),
+    Route("GET", "/runs", Router._list_runs),
+    Route("GET", "/runs/{run}", Router._get_run),
+    Route("POST", "/runs/{run?}:fork", Router._fork, body=Body("fork-run.schema.json")),
+    Route("GET", "/runs/{run}/eval-summary", Router._eval_summary),
+    Route("GET", "/runs/{run}/events", Router._events_stream),
+    Route("GET", "/runs/{run?}/events/poll", Router._poll),
+    Route("POST", "/runs/{run}/cancel", Router._cancel, body=JSON),
+    Route("GET", "/conformance/seams/eval-counter", Router._seam_counter,
+          when=lambda profile: profile.counter_seam, seam="eval-counter"),
+    Route("POST", "/conformance/seams/runs/{run?}:erase", Router._seam_erase,
+          seam="runs:erase"),
+    Route("POST", "/conformance/seams/runs/{run?}:resolve", Router._seam_resolve,
+          seam="runs:resolve"),
+    Route("POST", "/conformance/seams/eval-suites", Router._seam_suite,
+          body=Body("suite-seam.schema.json", caps=suite_cap_refusal), seam="eval-suites"),
+    Route("POST", "/conformance/seams/tenants", Router._seam_tenant, body=JSON,
+          seam="tenants"),
+))

@@ -1418,7 +1418,7 @@ ZOO: tuple[Mutant, ...] = (
            _foreign_kind_404(lambda run: not run.invoked_agents)),
     Mutant("code-changes-on-retry", "§C: the same status and code, however often asked "
            "(here another code from the tenth time another tenant's run is named)",
-           _on_the_tenth(Refusal(400, "idempotency_key_invalid", "too many attempts"))),
+           _on_the_tenth(Refusal("idempotency_key_invalid", "too many attempts"))),
     Mutant("rewords-on-retry", "Security (refsim's SHOULD reading): the same whole answer, "
            "however often asked (here reworded from the tenth time)",
            _on_the_tenth(validation(UNUSABLE_SOURCE.message + "."))),
