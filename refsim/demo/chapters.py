@@ -32,8 +32,9 @@ from refsim.check.observe import (
     gate,
 )
 from refsim.demo.history import Exchange, RecordingClient
-from refsim.registry_codes import registered_status
+from refsim.domain.refusals import Refusal
 from refsim.wire.client import NO_BODY
+from refsim.wire.errors import checked
 from refsim.wire.response import Response
 
 TENANTS = {KEY_A: TENANT_A, KEY_B: TENANT_B}
@@ -515,8 +516,10 @@ class Demo:
                         "an outcome, so there is nothing on the wire to redact)")
         fork = self.a.fork(self.replay_id)
         self.show(c, self.last())
-        code = self.client.host.profile.gone_copy_code
-        status = registered_status(code, 404)
+        # As the wire answers the host's gone-copy code (a code the registry lacks leaves
+        # as internal_error).
+        status, leaving = checked(Refusal(self.client.host.profile.gone_copy_code, ""))
+        code = leaving.code
         self.judge_as(c, judges.refused(GONE_COPY, fork, "a replay fork of the eval run",
                                         status=status, code=code),
                       f"the replay fork is refused {status} {code}: nothing re-derived")
