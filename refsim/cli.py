@@ -246,23 +246,9 @@ def _fuzz(args: argparse.Namespace) -> int:
     if isinstance(remote, int):
         return remote
     if remote is None:
-        recipe: HostRecipe | None = None
-        if args.variant is not None:
-            from refsim.zoo.correct import variant
-            try:
-                recipe = variant(args.variant)
-            except KeyError:
-                print(f"refsim fuzz: no correct host named {args.variant!r} in the pass zoo",
-                      file=sys.stderr)
-                return EXIT_USAGE
-        if args.mutant is not None:  # before --variant, as it always was
-            from refsim.zoo.faulty import mutant
-            try:
-                recipe = mutant(args.mutant)
-            except KeyError:
-                print(f"refsim fuzz: no faulty host named {args.mutant!r} in the zoo",
-                      file=sys.stderr)
-                return EXIT_USAGE
+        recipe = _zoo_host(args)
+        if isinstance(recipe, int):
+            return recipe
         target = FuzzTarget(profile=args.profile, recipe=recipe)
     else:
         client, api_key, tenant_b = remote
@@ -371,6 +357,24 @@ def _bench(args: argparse.Namespace) -> int:
         return code
     from refsim.bench import run
     return run(json_path=args.json, skip_slow=args.skip_slow, out=sys.stdout)
+
+
+def _zoo_host(args: argparse.Namespace) -> HostRecipe | int | None:
+    """The zoo host `--mutant` or `--variant` names (--mutant where both do, as it always
+    was), or None; an unknown name is one line and the usage exit code."""
+    from refsim.zoo.correct import variant
+    from refsim.zoo.faulty import mutant
+    found: list[HostRecipe] = []
+    for name, look_up, where in ((args.variant, variant, "correct host named {!r} in the "
+                                  "pass zoo"),
+                                 (args.mutant, mutant, "faulty host named {!r} in the zoo")):
+        if name is not None:
+            try:
+                found.append(look_up(name))
+            except KeyError:
+                print(f"refsim fuzz: no {where.format(name)}", file=sys.stderr)
+                return EXIT_USAGE
+    return found[-1] if found else None
 
 
 def _mutants(args: argparse.Namespace) -> int:
