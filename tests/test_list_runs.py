@@ -10,8 +10,7 @@ import pytest
 
 from refsim import Response, SimHost
 from refsim.wire.errors import is_registered
-from refsim.wire.limits import PAGE_MAX_BYTES
-from refsim.wire.router import RUN_LIST_DEFAULT_LIMIT, RUN_LIST_MAX_LIMIT
+from refsim.wire.limits import PAGE_MAX_BYTES, RUN_LIST_DEFAULT_LIMIT, RUN_LIST_MAX_LIMIT
 
 from .conftest import KEY_A, KEY_B
 

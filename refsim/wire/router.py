@@ -43,18 +43,14 @@ from refsim.wire.response import Response, compact, encode
 from refsim.wire.routes import JSON, Body, Refused, Route, RouteTable, unwrap
 
 PROTOCOL_VERSION = "2.0"
-MAX_BODY_BYTES = limits.MAX_BODY_BYTES  # kept here for older imports; see limits
-MAX_JSON_DEPTH = limits.MAX_JSON_DEPTH
 MAX_IDEMPOTENCY_KEY = 255
 MAX_SCHEMA_ISSUES = 100  # schema failures looked for before refusing (20 are reported)
 CREATED_STATUSES = frozenset({"pending", "running", "waiting-approval", "waiting-input",
                               "waiting-external"})
 _VERSION_RE = re.compile(r"([0-9]{1,6})(?:\.([0-9]{1,6}))?", re.ASCII)
 _INT_RE = re.compile(r"-?[0-9]{1,12}", re.ASCII)
-# GET /runs (listRuns): OpenWOP v2 bounds `limit` to 1..100 and defaults it to 50, so a page
-# renders at most 100 snapshots whatever the host holds.
-RUN_LIST_DEFAULT_LIMIT = limits.RUN_LIST_DEFAULT_LIMIT
-RUN_LIST_MAX_LIMIT = limits.RUN_LIST_MAX_LIMIT
+# GET /runs (listRuns): OpenWOP v2 bounds `limit` to 1..100 and defaults it to 50
+# (limits.RUN_LIST_*), so a page renders at most 100 snapshots whatever the host holds.
 # A listRuns cursor is the startedAt of the next run, base64url: a stamp is 24 ASCII bytes,
 # so 32 characters and no padding. It names the caller's own next run by its time, never by
 # id, and it reads the same after earlier runs are deleted.
@@ -134,15 +130,15 @@ _SURROGATE_ESCAPE_RE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _too_deep(raw: bytes) -> bool:
-    """Whether a body that parsed as JSON nests deeper than MAX_JSON_DEPTH.
+    """Whether a body that parsed as JSON nests deeper than limits.MAX_JSON_DEPTH.
 
     Done on the bytes at C speed, linear in the size: strings are cut out, everything but
     brackets dropped, then each pass removes the innermost pairs (one level).
     """
-    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
+    if raw.count(b"[") + raw.count(b"{") <= limits.MAX_JSON_DEPTH:
         return False
     brackets = _JSON_STRING_RE.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    for _ in range(MAX_JSON_DEPTH):
+    for _ in range(limits.MAX_JSON_DEPTH):
         if not brackets:
             return False
         brackets = _INNERMOST_RE.sub(b"", brackets)
@@ -383,9 +379,9 @@ class Router:
             request = Request(str(method).upper(), parts.path, parse_qs(parts.query), headers,
                               body)
         self._check_version(headers.get("openwop-version"))
-        if body is not None and len(body) > MAX_BODY_BYTES:
-            raise Refused(Refusal(
-                "payload_too_large", f"request bodies are limited to {MAX_BODY_BYTES} bytes"))
+        if body is not None and len(body) > limits.MAX_BODY_BYTES:
+            raise Refused(Refusal("payload_too_large", "request bodies are limited to "
+                                  f"{limits.MAX_BODY_BYTES} bytes"))
         # Reads the profile (which routes this host has), never state.
         found = ROUTES.find(self.core.profile, request.method, request.path.split("/")[1:])
         if found is None:
@@ -461,7 +457,7 @@ class Router:
         if not isinstance(doc, dict):
             return validation("the request body must be a JSON object")
         if _too_deep(request.body):
-            return validation(f"the request body nests deeper than {MAX_JSON_DEPTH} levels")
+            return validation(f"the request body nests deeper than {limits.MAX_JSON_DEPTH} levels")
         if _has_lone_surrogate(request.body, doc):
             return validation("the request body is not I-JSON: a string holds a lone "
                               "surrogate escape")
@@ -626,9 +622,9 @@ class Router:
     def _list_runs(self, call: Call) -> Response | Refusal:
         """listRuns: the caller's readable runs in creation order, paged by an opaque cursor."""
         request = call.request
-        bounds = f"query parameter limit must be an integer from 1 to {RUN_LIST_MAX_LIMIT}"
-        limit = self._int_query(request, "limit", RUN_LIST_DEFAULT_LIMIT, bounds)
-        if not 1 <= limit <= RUN_LIST_MAX_LIMIT:
+        bounds = f"query parameter limit must be an integer from 1 to {limits.RUN_LIST_MAX_LIMIT}"
+        limit = self._int_query(request, "limit", limits.RUN_LIST_DEFAULT_LIMIT, bounds)
+        if not 1 <= limit <= limits.RUN_LIST_MAX_LIMIT:
             return validation(bounds)
         start = None
         cursor = self._str_query(request, "cursor")
