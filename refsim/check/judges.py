@@ -133,8 +133,7 @@ def whole(response: Response) -> tuple[int, tuple[tuple[str, str], ...], bytes]:
 
 
 def created(req: str, response: Response, what: str) -> Finding:
-    return check(req, response.status == 201, f"{what}: expected 201, got {response.status}",
-                 _obs(response))
+    return answered(req, response, 201, what)
 
 
 def refused(req: str, response: Response, what: str, *, status: int = 400,
@@ -712,36 +711,6 @@ def scored_passed(req: str, events: Sequence[Mapping[str, Any]], task_id: str,
     got = None if score is None else score.get("passed")
     return check(req, got is expected,
                  f"eval.scored[{task_id}].passed is {got}, expected {expected}")
-
-
-def served_as_recorded(req: str, got: Sequence[Any], want: Sequence[Any]) -> Finding:
-    """The answers a replay served its agent, in order, are the recorded ones (errors
-    compared by code: a message is the host's to word)."""
-    same = canonical(list(got)) == canonical(list(want))
-    return check(req, same, "the served answers are the recorded ones" if same
-                 else f"served answers {list(got)} differ from the recorded ones {list(want)}",
-                 {"got": list(got), "want": list(want)})
-
-
-def derived_as_held(req: str, got: Sequence[Any], want: Sequence[Any], what: str) -> Finding:
-    """§D, white box: the stored derived copy is the entries the held calls give."""
-    same = canonical(list(got)) == canonical(list(want))
-    return check(req, same, f"{what}: the derived copy is the held calls' entries" if same
-                 else f"{what}: the derived copy differs from the held calls' entries",
-                 {"got": list(got), "want": list(want)})
-
-
-def counter_reads(req: str, got: int, want: int, what: str) -> Finding:
-    """A live counter as a model of the host's live calls counts it."""
-    return check(req, got == want, f"{what} reads {got}" if got == want
-                 else f"{what} reads {got}, the model expects {want}",
-                 {"got": got, "want": want})
-
-
-def no_copies_left(req: str, count: int, source: str) -> Finding:
-    """Security, white box: no derived copy of an erased source is stored."""
-    return check(req, count == 0, f"no derived copy of erased {source} remains" if not count
-                 else f"{count} derived copies of erased {source} remain")
 
 
 def suite_taken(req: str, taken: bool, suite_id: str) -> Finding:

@@ -657,8 +657,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                        source_id, run_id, task) or ()]
             want = [[e.tool, e.args, _norm(e.response, e.is_error), e.is_error]
                     for e in entries]
-            judged(judges.derived_as_held(req_id("0252.derive-agent-calls-only"), got, want,
-                                          f"the copy of {source_id}'s held calls of {lane}"))
+            judged(judges.same_as(req_id("0252.derive-agent-calls-only"), got, want,
+                                  f"the stored copy of {source_id} is the entries of its held "
+                                  f"calls of {lane}"))
             judged(judges.no_secret_in(req_id("0252.no-egress-credential"), got,
                                        [vault_credential(usable.tenant)], "a derived entry"))
             judged(judges.counter_delta(req_id("0252.fork-no-reresolve"), before,
@@ -725,7 +726,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             got = [_norm(p.get("error"), True) if "error" in p else p.get("outcome")
                    for p in returned]
             want = [_norm(value, failed) for value, failed in answers]
-            judged(judges.served_as_recorded(req_id("0252.source-replayed"), got, want))
+            judged(judges.same_as(req_id("0252.source-replayed"), got, want,
+                                  "the answers served are the recorded ones"))
 
     def _noise(self) -> frozenset[str]:
         """What varies between answers to one and the same request on this host (learnt
@@ -914,9 +916,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             for name, got in read[tenant]:
                 if got is None:
                     continue
-                judged(judges.counter_reads(req_id("0252.fail-closed-miss"), got,
-                                            world.counter_value(tenant, name),
-                                            f"{tenant}'s live counter {name}"))
+                judged(judges.count_is(req_id("0252.fail-closed-miss"), got,
+                                       world.counter_value(tenant, name),
+                                       f"{tenant}'s live counter {name}, as the model counts"))
         return read
 
     def erasure_reaches_copies(self) -> None:
@@ -924,8 +926,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             return
         for run in self.model.runs.values():
             if run.erased:
-                judged(judges.no_copies_left(req_id("0252.copy-erased-with-source"),
-                                             self.inside.copy_count(run.id), run.id))
+                judged(judges.count_is(req_id("0252.copy-erased-with-source"),
+                                       self.inside.copy_count(run.id), 0,
+                                       f"derived copies of erased {run.id} still stored"))
 
     def teardown(self) -> None:
         """The example's final check, where no step failed: every tenant's counters that any
