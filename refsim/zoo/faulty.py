@@ -1139,6 +1139,32 @@ def _scored_clean(host: SimHost, event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+def _as_bool(count: Any) -> Any:
+    return bool(count) if count in (0, 1) and not isinstance(count, bool) else count
+
+
+def _misses_as_bool(host: SimHost, method: str, target: str, headers: dict[str, str],
+                    body: bytes | None, response: Response) -> Response:
+    """fixtureMissCount as a JSON boolean where it is 0 or 1, in the polled events and the
+    summary: `true` reads as 1 to a loose client, but it is no count."""
+    path = target.split("?", 1)[0]
+    doc = response.json
+    if method != "GET" or response.status != 200 or not isinstance(doc, dict):
+        return response
+    if path.endswith("/events/poll") and isinstance(doc.get("events"), list):
+        events = [{**e, "payload": {**e["payload"], "fixtureMissCount": _as_bool(
+                      e["payload"]["fixtureMissCount"])}}
+                  if e.get("type") == "eval.scored" and isinstance(e.get("payload"), dict)
+                  and "fixtureMissCount" in e["payload"] else e for e in doc["events"]]
+        return Response(response.status, dict(response.headers), {**doc, "events": events})
+    if path.endswith("/eval-summary") and isinstance(doc.get("tasks"), list):
+        tasks = [{**task, "fixtureMissCount": _as_bool(task["fixtureMissCount"])}
+                 if isinstance(task, dict) and "fixtureMissCount" in task else task
+                 for task in doc["tasks"]]
+        return Response(response.status, dict(response.headers), {**doc, "tasks": tasks})
+    return response
+
+
 def _problem_json_oracle(host: SimHost, method: str, target: str, headers: dict[str, str],
                          body: bytes | None, response: Response) -> Response:
     """Asked for application/problem+json, a refusal of another tenant's existing run is
@@ -1461,6 +1487,9 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("stream-hides-misses", "§E: a miss is reported through fixtureMissCount (here "
            "the SSE stream says none missed; the poll and summary are right)",
            edge=_stream_only(_scored_clean)),
+    Mutant("misses-as-bool", "§D/§E: fixtureMissCount 0 on a replay, 1 on a drift: a "
+           "count (here false and true, in the polled events and the summary)",
+           edge=_misses_as_bool),
     Mutant("percent-path-skips-owner", "Security: a tenant that cannot read a run cannot "
            "read its snapshot, events or summary (here it can, with the id's slash "
            "percent-encoded)", edge=_percent_path_skips_owner),
