@@ -100,7 +100,10 @@ def _requirement(q: Requirement, reg: Registry, examples: Sequence[Example],
     if rows_i:
         out += ["", "Invariants:"]
         out += [f"- `{i.id}` ({i.tier}, {i.severity}, `{i.witness}`), checked by "
-                f"`{i.check}`" for i in rows_i]
+                + " and ".join(([("example rows " if len(i.examples) > 1 else "example row ")
+                                 + ", ".join(f"`{e}`" for e in i.examples)] if i.examples
+                                else []) + ([f"`{i.check}`"] if i.check else []))
+                for i in rows_i]
     out.append("")
     return out
 

@@ -164,6 +164,10 @@ def test_the_probe_row_itself_loads(tmp_path: Path) -> None:
      "a row that withholds members names a profile without them"),
     ("    title: a probe\n", "    title: a probe\n    withholds: [recordedFixtures]\n",
      "withholds must list some of"),
+    ("    title: a probe\n", "    title: a probe\n    every_host: yes please\n",
+     "every_host must be true or false, got 'yes please'"),
+    ("    title: a probe\n", "    title: a probe\n    every_host: true\n    profile: reference\n",
+     "a row judged on every host names no profile"),
     ("workflow: conformance-noop}", "workflow: conformance-noop, key: [acme]}",
      "key ['acme'] names no tenant"),
     ("no_echo: [$src]}", "no_echo: [$src], counter_unchanged: {key: k, tenant: {a: 1}}}",
@@ -258,8 +262,12 @@ def test_a_row_names_a_profile_only_when_it_says_so(tmp_path: Path) -> None:
 def test_unpinned_rows_are_inapplicable_on_a_host_without_recorded_fixtures() -> None:
     rows = run_parts(Target(profile="no-recorded-fixtures"), ["examples"])
     assert [r.check_id for r in rows] == [e.id for e in EXAMPLES]
+    every_host = {e.id for e in EXAMPLES if e.every_host}
+    assert every_host
     for row in rows:
         if row.check_id in PINNED:  # a fact about the host it names: it runs there
+            assert row.passed, (row.check_id, row.detail)
+        elif row.check_id in every_host:  # a claim about discovery, which every host makes
             assert row.passed, (row.check_id, row.detail)
         else:
             assert row.disposition is Disposition.INAPPLICABLE, (row.check_id, row.detail)
@@ -361,3 +369,12 @@ def test_the_vocabulary_documents_itself_and_has_one_manual() -> None:
         named = [n for n in [*examples.ACTIONS, *EXPECTATIONS] if n in text]
         assert len(named) <= 1, named  # a copy of the vocabulary names them all
         assert "REFERENCE.md" in text
+
+
+def test_a_row_judged_on_every_host_fails_where_the_gate_would_have_hidden_it() -> None:
+    # A host that advertises recordedFixtures without fixtureMatching does not open the
+    # gate: a gated row would be inapplicable on the very host its claim is about.
+    [row] = run_examples(lambda profile: mutant("advertises-without-matching").host(),
+                         examples=[e for e in EXAMPLES if e.every_host])
+    assert row.disposition is Disposition.EXECUTED_FAIL
+    assert "recordedFixtures is advertised without fixtureMatching" in row.detail

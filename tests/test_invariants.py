@@ -12,8 +12,15 @@ import pytest
 import yaml
 
 from refsim import SimHost, paths
-from refsim.check.findings import Disposition, Finding
-from refsim.check.invariants import CHECKS, Invariant, Probe, load_invariants, run_invariants
+from refsim.check.findings import Disposition, Finding, Row
+from refsim.check.invariants import (
+    CHECKS,
+    Invariant,
+    Probe,
+    conjoin,
+    load_invariants,
+    run_invariants,
+)
 from refsim.check.observe import REPLAY, SOURCE, Session, SimInspector, eval_body
 from refsim.domain.profile import PROFILES
 from refsim.zoo.faulty import mutant
@@ -50,7 +57,7 @@ def test_rows_follow_the_openwop_rules() -> None:
     rows = load_invariants()
     assert [r.id for r in rows] == list(EXPECTED)
     for row in rows:
-        assert (row.check in CHECKS) != (row.example is not None)
+        assert row.check in CHECKS or row.examples
         assert not (row.tier == "protocol" and row.witness == "unwitnessable")
         if row.witness == "unwitnessable":
             assert row.tier == "reference-impl" and row.non_testability_rationale
@@ -132,9 +139,21 @@ def test_the_loader_round_trips_the_shipped_file(tmp_path: Path) -> None:
     ({"severity": None}, "eval-fixture-run-tenant-scoped: missing required field(s) severity"),
     ({"requirement_id": None},
      "eval-fixture-run-tenant-scoped: missing required field(s) requirement_id"),
-    ({"check": None}, "eval-fixture-run-tenant-scoped: name exactly one of `check`"),
+    ({"check": None, "examples": None},
+     "eval-fixture-run-tenant-scoped: name the `examples` that restate it"),
     ({"example": "refsim.example.0252.echo-verbatim"},
-     "eval-fixture-run-tenant-scoped: name exactly one of `check`"),
+     "eval-fixture-run-tenant-scoped: unknown field(s) example"),
+    ({"examples": []}, "examples must be a non-empty list of distinct example row ids"),
+    ({"examples": "refsim.example.0252.echo-verbatim"}, "examples must be a non-empty list"),
+    ({"examples": ["refsim.example.0252.echo-verbatim"] * 2},
+     "examples must be a non-empty list of distinct example row ids"),
+    ({"examples": ["refsim.example.0252.nothing"]},
+     "example 'refsim.example.0252.nothing' is no row of the example table"),
+    ({"examples": ["refsim.example.0252.non-advertising-refuses"]},
+     "pins the profile 'no-recorded-fixtures': an invariant judges the target's own host"),
+    # A wire check beside a row only the inside can judge: over HTTP it would be half judged.
+    ({"examples": ["refsim.example.0252.fork-no-reresolve"]},
+     "its parts stand on both sides of the wire"),
     ({"tier": "advisory"}, "eval-fixture-run-tenant-scoped: tier 'advisory' is not one of"),
     ({"severity": "urgent"}, "eval-fixture-run-tenant-scoped: severity 'urgent' is not one of"),
     # Witness classes are written once, in specs/requirements.yaml: a row's own is refused.
@@ -211,18 +230,16 @@ SABOTAGE: list[tuple[str, str, str]] = [
      "egress credential material present"),
     ("check_no_reresolution", "reresolves-on-fork", "the source was resolved again"),
     ("check_no_reresolution", "derives-from-source-on-fork",
-     "a replay fork while the source is there: derivations from the source: 3, expected 1"),
+     "a replay fork with the source deleted: expected 201, got 404"),
     ("check_copy_erased_with_source", "keeps-copy-after-erasure",
      "derived copy(ies) still stored under the erased source"),
     ("check_copy_erased_with_source", "wipes-all-copies",
      "copies of the other source, untouched by erasing this one: 0, expected 1"),
     ("check_gone_copy_refused", "keeps-copy-after-erasure",
-     "a replay fork of the eval run: answered 201, not a refusal"),
+     "a branch of the earlier branch: answered 201, not a refusal"),
     ("check_gone_copy_refused", "runs-live-when-copy-gone", "the live counter moved"),
     ("check_gone_copy_refused", "wipes-all-copies",
      "a fork of another source's eval run, after the erasure: expected 201, got 404"),
-    ("check_facet_implies_matching", "advertises-without-matching",
-     "recordedFixtures is advertised without fixtureMatching"),
     ("check_facet_implies_matching", "counts-miss-calls-live",
      "the call whose args match nothing: the live counter moved from 0 to 1"),
     ("check_derived_never_on_wire", "leaks-entries-in-eval-started",
@@ -245,9 +262,46 @@ def test_every_check_has_a_sabotage() -> None:
     assert {c for c, *_ in SABOTAGE} == set(CHECKS)
 
 
+# What a row's check no longer says because an example row it names says it: the row fails
+# on the defect through that example, and the message names the example.
+ROW_SABOTAGE: list[tuple[str, str, str, bool]] = [
+    # (invariant, faulty host, what the row says, whether its check alone is blind to it)
+    ("eval-recorded-fixtures-implies-matching", "advertises-without-matching",
+     "example refsim.example.0252.facet-implies-matching: request: "
+     "recordedFixtures is advertised without fixtureMatching", True),
+    ("eval-fixture-gone-copy-refused", "keeps-copy-after-erasure",
+     "example refsim.example.0252.fork-after-erase: replay: answered 201, not a refusal",
+     False),
+    ("eval-fixture-run-tenant-scoped", "accepts-non-terminal",
+     "example refsim.example.0252.non-terminal-refused: while-waiting: expected 400", False),
+    ("eval-fixture-run-tenant-scoped", "words-non-terminal-differently",
+     "example refsim.example.0252.every-unusable-kind-alike: not-terminal", True),
+    ("eval-fixture-runs-echoed", "projects-echo",
+     "example refsim.example.0252.echo-verbatim: ", True),
+    # The forks while the source is there left the check for the row, which must then say
+    # what the check said of them: no derivation from the source again.
+    ("eval-fixture-no-reresolution", "rederives-while-usable",
+     "example refsim.example.0252.fork-no-reresolve: replay: derivations from run src: 2, "
+     "expected 1", True),
+]
+
+
+@pytest.mark.parametrize(("invariant", "name", "why", "blind"),
+                         [pytest.param(*r, id=f"{r[0]}-{r[1]}") for r in ROW_SABOTAGE])
+def test_a_row_fails_through_the_example_it_names(invariant: str, name: str, why: str,
+                                                  blind: bool) -> None:
+    [inv] = [i for i in load_invariants() if i.id == invariant]
+    [row] = run_invariants(mutant(name).host, invariants=[inv])
+    assert row.disposition is Disposition.EXECUTED_FAIL
+    assert why in row.detail, row.detail
+    if inv.check is not None:
+        alone = CHECKS[inv.check](_probe(mutant(name).host()))
+        assert all(f.ok for f in alone) is blind, [f.message for f in alone if not f.ok]
+
+
 def test_the_echo_row_binds_to_its_example_and_fails_on_a_projected_echo() -> None:
     [inv] = [i for i in load_invariants() if i.id == "eval-fixture-runs-echoed"]
-    assert inv.check is None and inv.example == "refsim.example.0252.echo-verbatim"
+    assert inv.check is None and inv.examples == ("refsim.example.0252.echo-verbatim",)
     [row] = run_invariants(mutant("projects-echo").host, "runs-echoed")
     assert row.disposition is Disposition.EXECUTED_FAIL
     assert "differs from the accepted map" in row.detail
@@ -268,7 +322,11 @@ def test_a_broken_host_fails_its_row_and_only_the_rows_it_breaks() -> None:
 def test_rows_pass_on_every_conforming_profile(name: str) -> None:
     profile = PROFILES[name]
     rows = run_invariants(lambda: SimHost(profile=profile))
-    assert [r.check_id for r in rows if not r.passed] == []
+    # Without the counter seam, a row whose example reads the live counter is blocked as
+    # that example is: the check's inside reading does not stand in for the row's claim.
+    unread = "the host does not advertise the conformance seam eval-counter"
+    assert [(r.check_id, r.detail) for r in rows if not r.passed and not (
+        r.disposition is Disposition.BLOCKED and unread in r.detail)] == []
 
 
 @pytest.mark.parametrize("name", ["no-recorded-fixtures", "no-eval"])
@@ -299,3 +357,76 @@ def test_erased_content_cannot_come_back_through_an_eval_run_it_fed() -> None:
     assert a.erase(source).status == 200
     again = a.create(eval_body(REPLAY, {"record": fed}))
     assert again.status == 400, "S's erased answers were derived again through the eval run"
+
+
+# ----------------------------------------------------------------------------- parts
+
+
+def _part(disposition: Disposition, detail: str = "why", *findings: Finding,
+          apart: bool = False) -> Row:
+    req = "refsim.requirement.0252.echo-verbatim"
+    if apart:
+        return Row.apart_row(req, "x", detail)
+    if findings:
+        return Row.judged(req, "x", findings)
+    return Row.unjudged(req, "x", disposition, detail)
+
+
+HELD = Finding("refsim.requirement.0252.fork-no-reresolve", True, "held")
+BROKE = Finding("refsim.requirement.0252.fork-no-reresolve", False, "broke")
+PASS_, FAIL_ = Disposition.EXECUTED_PASS, Disposition.EXECUTED_FAIL
+
+
+@pytest.mark.parametrize(("parts", "disposition", "in_detail"), [
+    # A failed part fails the row, whatever the others say.
+    ([_part(PASS_, "", HELD), _part(FAIL_, "", BROKE)], FAIL_, "example two: broke"),
+    ([_part(Disposition.BLOCKED), _part(FAIL_, "", BROKE)], FAIL_, "broke"),
+    # A blocked part blocks the row: the claim was not all observed.
+    ([_part(PASS_, "", HELD), _part(Disposition.BLOCKED, "no counter seam")],
+     Disposition.BLOCKED, "example two: no counter seam"),
+    # A part that does not apply here leaves the row to the parts that ran, named.
+    ([_part(PASS_, "", HELD), _part(Disposition.INAPPLICABLE, "no replay family")],
+     PASS_, "not judged here: example two: no replay family"),
+    ([_part(Disposition.INAPPLICABLE, "a"), _part(Disposition.INAPPLICABLE, "b")],
+     Disposition.INAPPLICABLE, "example one: a; example two: b"),
+    ([_part(PASS_, "inside", apart=True), _part(PASS_, "inside too", apart=True)],
+     Disposition.SKIPPED, "in process only: example one: inside"),
+])
+def test_a_row_is_the_conjunction_of_its_parts(parts: list[Row], disposition: Disposition,
+                                              in_detail: str) -> None:
+    [inv] = [i for i in load_invariants() if i.id == "eval-fixture-runs-echoed"]
+    row = conjoin(inv, list(zip(("example one", "example two"), parts, strict=True)))
+    assert row.disposition is disposition, row.detail
+    assert in_detail in row.detail, row.detail
+    assert row.check_id == inv.id
+    assert all(f.requirement_id == inv.requirement_id for f in row.findings)
+    assert row.apart is (disposition is Disposition.SKIPPED)
+
+
+def test_a_part_that_failed_without_a_failed_finding_still_fails_the_row() -> None:
+    [inv] = [i for i in load_invariants() if i.id == "eval-fixture-runs-echoed"]
+    silent = Row.judged(inv.requirement_id, "x", [])  # made no assertion: failed
+    row = conjoin(inv, [("example one", _part(PASS_, "", HELD)), ("example two", silent)])
+    assert row.disposition is Disposition.EXECUTED_FAIL
+    assert "example two" in row.detail and "made no assertion" in row.detail
+
+
+def test_check_takes_each_named_example_row_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import refsim.check.examples as examples_module
+    from refsim.check.runner import Target, run_parts
+    ran: list[str] = []
+    real = examples_module.run_example
+
+    def counted(example: Any, host: Any, **kwargs: Any) -> Any:
+        ran.append(example.id)
+        return real(example, host, **kwargs)
+    monkeypatch.setattr(examples_module, "run_example", counted)
+    rows = run_parts(Target(), ["examples", "invariants"], "echo-verbatim")
+    assert ran == ["refsim.example.0252.echo-verbatim"]
+    assert [r.check_id for r in rows] == ["refsim.example.0252.echo-verbatim",
+                                          "eval-fixture-runs-echoed"]
+    assert all(r.passed for r in rows)
+    # Alone, the invariant runs its example itself, and judges it the same.
+    ran.clear()
+    [alone] = run_parts(Target(), ["invariants"], "echo-verbatim")
+    assert ran == ["refsim.example.0252.echo-verbatim"] and alone.passed

@@ -112,6 +112,8 @@ class Example:
     withholds: tuple[str, ...] = attrs.field(default=(), eq=False)
     # Every live-counter key the row's scripts and suites name.
     counter_keys: tuple[str, ...] = attrs.field(default=(), eq=False)
+    # `every_host:` the row is judged on every host, whatever it advertises.
+    every_host: bool = attrs.field(default=False, eq=False)
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -369,6 +371,9 @@ ROW_KEYS: Mapping[str, str] = {
                  "`profile` that withholds them, to run on in process); over HTTP the row "
                  "judges a host that withholds them too, and is inapplicable on one that "
                  "advertises one",
+    "every_host": "`true`: the row judges every host, whatever it advertises (a claim about "
+                  "discovery itself, such as what recordedFixtures implies), so it is never "
+                  "inapplicable for want of recordedFixtures",
     "setup": "a list of actions; each must succeed (its action's status) or the row fails "
              "there: every success is a positive-control finding of the row",
     "request": "one action, judged by `expect` (labelled `request`)",
@@ -513,6 +518,12 @@ class _RowParser:
                 (agents_family(PROFILES[profile]) or {}).get("evalSuite", {}))):
             raise _Invalid("a row that withholds members names a profile without them, to "
                            "run on in process")
+        every_host = raw.get("every_host", False)
+        if not isinstance(every_host, bool):
+            raise _Invalid(f"every_host must be true or false, got {every_host!r}")
+        if every_host and (profile is not None or requires or withholds):
+            raise _Invalid("a row judged on every host names no profile, requires nothing "
+                           "and withholds nothing")
         setup_raw = raw.get("setup") or []
         if not isinstance(setup_raw, list):
             raise _Invalid("setup must be a list of actions")
@@ -545,7 +556,8 @@ class _RowParser:
                 implied.add("baselineSelection")
         return Example(row_id, source, requirement, title, profile, setup, requests,
                        file=self.file, counter_keys=tuple(keys),
-                       requires=tuple(sorted(implied)), withholds=tuple(withholds))
+                       requires=tuple(sorted(implied)), withholds=tuple(withholds),
+                       every_host=every_host)
 
     # -- pieces
 
@@ -810,7 +822,8 @@ def run_example(example: Example, host: HostClient, *,
     that needs what the host does not offer (a seam, a fixture) is blocked, naming it."""
     session = Session(host, dict(keys or DEFAULT_TENANTS)["acme"])
     gated = gate(session.surface, fixtures=False)
-    if (example.profile is None or example.withholds) and not gated.applies:
+    if (not example.every_host and (example.profile is None or example.withholds)
+            and not gated.applies):
         return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
                             f"the host ({host.name}): {gated.reason}, and the row names no "
                             "profile of its own", check_id=example.id)

@@ -580,6 +580,23 @@ class ResolutionsUnchanged(Expectation):
             for ref, was in zip(value, before, strict=True)]
 
 
+class DerivationsUnchanged(ResolutionsUnchanged):
+    name = "derivations_unchanged"
+    doc = "the host derived no entries from these sources (again) while answering"
+
+    def before(self, ctx: Context, value: Any, tenant: str) -> Any:
+        assert ctx.inspector is not None
+        return [ctx.inspector.derivations(str(ctx.subst(r))) for r in value]
+
+    def judge(self, ctx: Context, label: str, value: Any, obs: Observed, before: Any,
+              tenant: str, agent: str) -> list[Finding]:
+        assert ctx.inspector is not None
+        return [judges.count_is(
+            ctx.req, ctx.inspector.derivations(str(ctx.subst(ref))), was,
+            f"{label}: derivations from run {ref.removeprefix('$')}")
+            for ref, was in zip(value, before, strict=True)]
+
+
 class LiveCallsUnchanged(Flag):
     name = "live_calls_unchanged"
     doc = "no live tool ran and nothing left through egress"
@@ -697,7 +714,8 @@ EXPECTATIONS: dict[str, Expectation] = {e.name: e for e in (
     FixtureMissCount(), Passed(), CounterUnchanged(), CounterMoved(), EventIncludes(),
     JsonIncludes(), ToolStatuses(), LaneContentFree(), FacetImpliesMatching(),
     SummaryContentFree(), NoDerivedOnWire(), RunsUnchanged(), ResolutionsUnchanged(),
-    LiveCallsUnchanged(), NoSecretInDerived(), DerivedEntries(), DerivedCopies())}
+    DerivationsUnchanged(), LiveCallsUnchanged(), NoSecretInDerived(), DerivedEntries(),
+    DerivedCopies())}
 
 
 def reference_table() -> list[tuple[str, str, str, str]]:

@@ -55,9 +55,10 @@ REQUIRED = ("id", "tier", "severity", "threat_model", "tests", "note", "witnessR
             "requirement_id")
 # A row's witness class is its requirement's, from specs/requirements.yaml (the one place
 # witness classes are written): `witness` in a row is refused.
-# A row names exactly one of `check` (Python in this module) or `example` (a row of the
-# example table that says the same, run as it is and filed under the invariant).
-OPTIONAL = ("non_testability_rationale", "check", "example")
+# A row names the example rows that restate it (`examples`, run as they are and filed under
+# the invariant) and a `check` (Python in this module) for what the row vocabulary cannot
+# say; at least one of the two. The row is their conjunction.
+OPTIONAL = ("non_testability_rationale", "check", "examples")
 ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIREMENT_RE = re.compile(r"^(openwop|refsim)\.requirement\.[a-z0-9][a-z0-9.-]*$")
 NAMESPACES = ("openwop.requirement.", "refsim.requirement.")
@@ -147,11 +148,15 @@ class Invariant:
     requirement_id: str
     check: str | None
     non_testability_rationale: str | None = None
-    example: str | None = None
+    examples: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return (f"{self.id} ({self.tier}, {self.severity}, {self.witness}) -> "
-                f"{self.check or 'example ' + str(self.example)}")
+        return f"{self.id} ({self.tier}, {self.severity}, {self.witness}) -> {self.parts()}"
+
+    def parts(self) -> str:
+        """What enforces the row, in words: its example rows and its check."""
+        named = [f"example {e}" for e in self.examples]
+        return " + ".join(named + ([self.check] if self.check else []))
 
     def matches(self, prefix: str) -> bool:
         """`prefix` is a substring of the row id or of its bare requirement id; a prefix
@@ -199,7 +204,7 @@ def _parse_row(raw: Any, index: int) -> Invariant:
     if unknown:
         raise bad("unknown field(s) " + ", ".join(unknown))
     for key in REQUIRED + OPTIONAL:
-        if key in raw and key != "tests" and (not isinstance(raw[key], str)
+        if key in raw and key not in ("tests", "examples") and (not isinstance(raw[key], str)
                                               or not raw[key].strip()):
             raise bad(f"{key} must be a non-empty string")
     if not ID_RE.match(raw["id"]):
@@ -228,90 +233,143 @@ def _parse_row(raw: Any, index: int) -> Invariant:
                   "re-tier it to reference-impl")
     if witness == "unwitnessable" and "non_testability_rationale" not in raw:
         raise bad("its requirement is unwitnessable, so it needs a non_testability_rationale")
-    if ("check" in raw) == ("example" in raw):
-        raise bad("name exactly one of `check` (a check in refsim.check.invariants) or "
-                  "`example` (a row of the example table)")
+    if "check" not in raw and "examples" not in raw:
+        raise bad("name the `examples` that restate it (rows of the example table), a "
+                  "`check` (in refsim.check.invariants) for what they cannot say, or both")
     if "check" in raw and raw["check"] not in CHECKS:
         raise bad(f"check {raw['check']!r} is not a check registered in "
                   f"refsim.check.invariants (known: {', '.join(sorted(CHECKS))})")
-    if "example" in raw:
-        from refsim.check.examples import load_examples
-        known = {e.id for e in load_examples()}
-        if raw["example"] not in known:
-            raise bad(f"example {raw['example']!r} is no row of the example table "
-                      "(specs/examples/)")
+    examples = raw.get("examples", [])
+    if "examples" in raw and (not isinstance(examples, list) or not examples
+            or not all(isinstance(e, str) for e in examples)
+            or len(set(examples)) != len(examples)):
+        raise bad("examples must be a non-empty list of distinct example row ids")
+    if "examples" in raw:
+        _check_examples(raw.get("check"), examples, bad)
     return Invariant(id=raw["id"], tier=raw["tier"], severity=raw["severity"],
                      threat_model=raw["threat_model"], tests=tuple(tests), note=raw["note"],
                      witness=witness, witness_review=raw["witnessReview"],
                      requirement_id=raw["requirement_id"], check=raw.get("check"),
                      non_testability_rationale=raw.get("non_testability_rationale"),
-                     example=raw.get("example"))
+                     examples=tuple(examples))
+
+
+def _check_examples(check: str | None, names: list[str],
+                    bad: Callable[[str], ValueError]) -> None:
+    """The named rows exist, run on the target's own host (no pinned profile), and stand on
+    the same side of the wire as the check: all of the row runs over HTTP, or none of it."""
+    from refsim.check.examples import load_examples
+    known = {e.id: e for e in load_examples()}
+    for name in names:
+        if name not in known:
+            raise bad(f"example {name!r} is no row of the example table (specs/examples/)")
+        example = known[name]
+        if example.profile is not None and not example.withholds:
+            raise bad(f"example {name!r} pins the profile {example.profile!r}: an invariant "
+                      "judges the target's own host")
+    sides = {known[n].needs_inside() is not None for n in names}
+    if check is not None:
+        sides.add(check in INSIDE)
+    if len(sides) > 1:
+        raise bad("its parts stand on both sides of the wire (some need the simulator's "
+                  "inside, some do not): over HTTP the row would be half judged")
 
 
 def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = None,
                    invariants: Sequence[Invariant] | None = None, *,
-                   keys: Mapping[str, str] | None = None, remote: bool = False) -> list[Row]:
-    """One report row per invariant (filtered by `prefix`), each on a fresh host (or, with
-    `remote`, on the one host behind HTTP, where rows needing the inside are listed apart)."""
+                   keys: Mapping[str, str] | None = None, remote: bool = False,
+                   ran: Mapping[str, Row] | None = None) -> list[Row]:
+    """One report row per invariant (filtered by `prefix`), each part on a fresh host (or,
+    with `remote`, on the one host behind HTTP, where parts needing the inside are listed
+    apart). `ran`: example rows already judged on this target, by example id, which a row
+    that names them takes as they are instead of running them again."""
     keys = dict(keys or KEYS)
     rows = []
     for inv in invariants if invariants is not None else load_invariants():
         if prefix is not None and not inv.matches(prefix):
             continue
-        if inv.example is not None:
-            rows.append(_bound_row(inv, make_host, keys, remote))
-            continue
-        assert inv.check is not None
-        if remote and inv.check in INSIDE:
-            rows.append(Row.apart_row(inv.requirement_id, SCENARIO, INSIDE[inv.check],
-                                      check_id=inv.id))
-            continue
-        if TENANT_B not in keys:
-            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, Disposition.BLOCKED,
-                                     "no second tenant's API key (--tenant-b-api-key or "
-                                     "OPENWOP_TEST_TENANT_B_API_KEY)", check_id=inv.id))
-            continue
-        host = make_host()
-        a = Session(host, keys[TENANT_A])
-        gated = gate(a.surface, fixtures=False)
-        if inv.check not in UNGATED and not gated.applies:
-            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
-                                     str(gated.reason), check_id=inv.id))
-            continue
-        inspector = inspector_of(host)
-        probe = Probe(host, Session(host, keys[TENANT_A], inspector),
-                      Session(host, keys[TENANT_B], inspector), inspector)
-        try:
-            for fixture in sorted(FIXTURES_USED.get(inv.check, ())):
-                probe.a.require_fixture(fixture)
-            findings = CHECKS[inv.check](probe)
-        except Unobservable as exc:  # a fact the host does not offer: never a failure
-            rows.append(Row.unjudged(inv.requirement_id, SCENARIO, exc.disposition,
-                                     exc.reason, check_id=inv.id))
-            continue
-        except Exception as exc:  # a check that crashes on a host is a failed check, with why
-            findings = [judges.could_not_go_on(inv.requirement_id, f"the check {inv.check}",
-                                               f"raised {exc!r}")]
-        # A row's findings are filed under the row's requirement id.
-        findings = [attrs.evolve(f, requirement_id=inv.requirement_id) for f in findings]
-        rows.append(Row.judged(inv.requirement_id, SCENARIO, findings, check_id=inv.id))
+        parts = [(f"example {name}", _example_part(name, make_host, keys, remote, ran))
+                 for name in inv.examples]
+        if inv.check is not None:
+            parts.append((inv.check, _check_part(inv, inv.check, make_host, keys, remote)))
+        rows.append(conjoin(inv, parts))
     return rows
 
 
-def _bound_row(inv: Invariant, make_host: Callable[[], HostClient], keys: dict[str, str],
-               remote: bool) -> Row:
-    """An invariant that restates an example row: that row, run as it is, filed here."""
-    from refsim.check.examples import load_examples, run_example
-    (example,) = [e for e in load_examples() if e.id == inv.example]
-    if remote and example.needs_inside() is not None:
-        return Row.apart_row(inv.requirement_id, SCENARIO, str(example.needs_inside()),
-                             check_id=inv.id)
-    row = run_example(example, make_host(), keys=keys)
-    findings = [attrs.evolve(f, requirement_id=inv.requirement_id) for f in row.findings]
-    if row.disposition in (Disposition.INAPPLICABLE, Disposition.BLOCKED):
-        return Row.unjudged(inv.requirement_id, SCENARIO, row.disposition, row.detail,
+def _example_part(name: str, make_host: Callable[[], HostClient], keys: dict[str, str],
+                  remote: bool, ran: Mapping[str, Row] | None) -> Row:
+    """A named example row, run as it is (or taken from `ran`)."""
+    if ran is not None and name in ran:
+        return ran[name]
+    from refsim.check.examples import load_examples, run_examples
+    (example,) = [e for e in load_examples() if e.id == name]
+    (row,) = run_examples(lambda profile: make_host(), examples=[example], keys=keys,
+                          remote=remote)
+    return row
+
+
+def _check_part(inv: Invariant, check: str, make_host: Callable[[], HostClient],
+                keys: dict[str, str], remote: bool) -> Row:
+    """The row's Python check on a fresh host."""
+    req = inv.requirement_id
+    if remote and check in INSIDE:
+        return Row.apart_row(req, SCENARIO, INSIDE[check], check_id=inv.id)
+    if TENANT_B not in keys:
+        return Row.unjudged(req, SCENARIO, Disposition.BLOCKED,
+                            "no second tenant's API key (--tenant-b-api-key or "
+                            "OPENWOP_TEST_TENANT_B_API_KEY)", check_id=inv.id)
+    host = make_host()
+    a = Session(host, keys[TENANT_A])
+    gated = gate(a.surface, fixtures=False)
+    if check not in UNGATED and not gated.applies:
+        return Row.unjudged(req, SCENARIO, Disposition.INAPPLICABLE, str(gated.reason),
                             check_id=inv.id)
-    return Row.judged(inv.requirement_id, SCENARIO, findings, check_id=inv.id)
+    inspector = inspector_of(host)
+    probe = Probe(host, Session(host, keys[TENANT_A], inspector),
+                  Session(host, keys[TENANT_B], inspector), inspector)
+    try:
+        for fixture in sorted(FIXTURES_USED.get(check, ())):
+            probe.a.require_fixture(fixture)
+        findings = CHECKS[check](probe)
+    except Unobservable as exc:  # a fact the host does not offer: never a failure
+        return Row.unjudged(req, SCENARIO, exc.disposition, exc.reason, check_id=inv.id)
+    except Exception as exc:  # a check that crashes on a host is a failed check, with why
+        findings = [judges.could_not_go_on(req, f"the check {check}", f"raised {exc!r}")]
+    return Row.judged(req, SCENARIO, findings, check_id=inv.id)
+
+
+def conjoin(inv: Invariant, parts: Sequence[tuple[str, Row]]) -> Row:
+    """The invariant's row from its parts' rows, every finding filed under its requirement:
+    failed when a part failed; else blocked when a part was blocked; else passed on the
+    parts that ran (naming those that did not apply here); else listed apart (in process
+    only), or inapplicable, with every part's reason."""
+    req = inv.requirement_id
+    findings: list[Finding] = []
+    executed = (Disposition.EXECUTED_PASS, Disposition.EXECUTED_FAIL)
+    ran = [(name, row) for name, row in parts if row.disposition in executed]
+    for name, row in ran:
+        own = [attrs.evolve(f, requirement_id=req,
+                            message=f.message if name == inv.check else f"{name}: {f.message}")
+               for f in row.findings]
+        if not row.passed and all(f.ok for f in own):  # failed without a failed finding
+            own.append(judges.could_not_go_on(req, name, row.detail))
+        findings += own
+    rest = [(name, row) for name, row in parts if row.disposition not in executed]
+    why = "; ".join((f"{name}: " if len(parts) > 1 else "") + row.detail.removeprefix(
+        "in process only: ") for name, row in rest)
+    blocked = [row for _, row in rest if row.disposition is Disposition.BLOCKED]
+    if any(not row.passed for _, row in ran) or (ran and not blocked):
+        judged = Row.judged(req, SCENARIO, findings, check_id=inv.id)
+        if judged.passed and rest:
+            judged = attrs.evolve(judged, detail=f"{judged.detail}; not judged here: {why}")
+        return judged
+    if blocked:
+        return Row.unjudged(req, SCENARIO, Disposition.BLOCKED, why, check_id=inv.id)
+    if any(row.apart for _, row in rest):
+        return Row.apart_row(req, SCENARIO, why, check_id=inv.id)
+    kinds = {row.disposition for _, row in rest}
+    kind = kinds.pop() if len(kinds) == 1 else Disposition.INAPPLICABLE
+    return Row.unjudged(req, SCENARIO, kind, why, check_id=inv.id)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -385,8 +443,13 @@ def _replay_body(value: str) -> Any:
 @_check
 @_needs(WAIT_INPUT, NOOP)
 def check_tenant_scoped(probe: Probe) -> list[Finding]:
-    """§C: every unusable source, another tenant's included, gets one id-free refusal; a
-    retry of it gets the same."""
+    """§C: another tenant's runs of every kind, and ids that mix its tenant with the
+    caller's, get the unknown id's one id-free refusal; a retry of it gets the same.
+
+    The first ask of the caller's own unusable runs and of an id that does not decode is
+    the rows' (every-unusable-kind-alike, non-terminal-refused): here they are only asked
+    again. Rows cannot say the rest: another tenant's id that was never minted, an id
+    spliced from another run's segments, or a retry under an Idempotency-Key."""
     req = R_UNIFORM
     a, b = probe.a, probe.b
     own = a.eval(SOURCE)
@@ -407,14 +470,6 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
     status = snap.json.get("status") if isinstance(snap.json, dict) else None
     out.append(judges.run_status_is(req, status, "waiting-input",
                                     "tenant B's waiting run is not terminal"))
-    # The caller's own unusable runs too: a foreign run must read like every other reason.
-    own_waiting = a.workflow(WAIT_INPUT, {"agentId": RECORDER, "script": [_counter("read")]})
-    noop = a.workflow(NOOP)
-    out.append(judges.created(req, own_waiting, "the caller's run waiting for input"))
-    out.append(judges.created(req, noop, "the caller's run that never invokes the agent"))
-    if own_waiting.status != 201 or noop.status != 201:
-        return out
-    a.events(str(own_waiting.json["runId"]))
     # Tenant B's runs of every other kind: cancelled after the agent's calls (terminal),
     # one that never invoked the agent, and an eval run (a usable source for B, UQ4).
     cancelled = b.workflow(WAIT_INPUT, {"agentId": RECORDER, "script": [_counter("read")]})
@@ -429,24 +484,32 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
     b.events(cancelled_id)
     cancel = b.request("POST", run_path(cancelled_id, "/cancel"), json={})
     out.append(judges.answered(req, cancel, 200, "tenant B cancelled its run"))
+    # The caller's own unusable runs, whose first ask the rows judge.
+    own_waiting = a.workflow(WAIT_INPUT, {"agentId": RECORDER, "script": [_counter("read")]})
+    noop = a.workflow(NOOP)
+    out.append(judges.created(req, own_waiting, "the caller's run waiting for input"))
+    out.append(judges.created(req, noop, "the caller's run that never invokes the agent"))
+    if own_waiting.status != 201 or noop.status != 201:
+        return out
+    a.events(str(own_waiting.json["runId"]))
     mine, theirs = _tenant(own.run_id), _tenant(foreign.run_id)
     foreign_opaque = foreign.run_id.split("/", 1)[1]
     cases = (("an unknown id", f"{mine}/{UNKNOWN_OPAQUE}"),
              ("tenant B's never-minted id", f"{theirs}/{UNKNOWN_OPAQUE}"),
-             ("an id that does not decode", "not a run id"),
              ("tenant B's completed source", foreign.run_id),
              ("tenant B's non-terminal run", waiting_id),
              ("tenant B's cancelled run", cancelled_id),
              ("tenant B's run without the agent", str(b_noop.json["runId"])),
              ("tenant B's eval run", b_eval.run_id),
              ("tenant B's opaque segment under the caller's tenant",
-              f"{mine}/{foreign_opaque}"),
-             ("the caller's non-terminal run", str(own_waiting.json["runId"])),
-             ("the caller's run without the agent", str(noop.json["runId"])))
+              f"{mine}/{foreign_opaque}"))
     runs_before = probe.inspector.run_count() if probe.inspector else None
     listed = a.list_runs()
     first: list[Response] = []
     asks: list[tuple[str, Callable[[], Response]]] = []
+    restated = (("an id that does not decode", "not a run id"),
+                ("the caller's non-terminal run", str(own_waiting.json["runId"])),
+                ("the caller's run without the agent", str(noop.json["runId"])))
     for label, value in cases:
         r = a.create(_replay_body(value))
         out += judges.refused(req, r, label)
@@ -455,13 +518,14 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
         out.append(judges.nothing_minted(req, r, label))
         first.append(r)
         asks.append((label, _ask(a, value)))
-        # A retry cannot change what was refused, plain or under an Idempotency-Key.
+    out.append(alike(req, asks, first, noise_of_host(a)))
+    # A retry cannot change what was refused, plain or under an Idempotency-Key.
+    for label, value in (*cases, *restated):
         key = {"Idempotency-Key": f"refsim-retry-{nonce()}"}
         for again in range(2):
             out += judges.refused(req, a.request("POST", "/runs", _replay_body(value), key),
                                   f"{label}, asked again under an Idempotency-Key "
                                   f"({again + 1})")
-    out.append(alike(req, asks, first, noise_of_host(a)))
     if probe.inspector is not None:
         out.append(judges.nothing_minted(req, first[-1], "the refusals", runs_before,
                                          probe.inspector.run_count()))
@@ -569,7 +633,8 @@ def check_summary_content_free(probe: Probe) -> list[Finding]:
         runs.append(("its replay fork", fork))
     markers = ["vault:" + CONTENT_QUERY, CONTENT_QUERY, CONTENT_DECISION]
     for label, obs in runs:
-        out += judges.content_free(req, obs.summary, obs.events)
+        if obs is not replay:  # the eval run's own: summary-content-free says it
+            out += judges.content_free(req, obs.summary, obs.events)
         eval_events = [e for e in obs.events if str(e.get("type", "")).startswith("eval.")]
         out.append(judges.no_content_in(req, [obs.summary, eval_events], markers,
                                         f"{label}: summary and eval.* events"))
@@ -630,7 +695,8 @@ VAULT_SUITE = "refsim-invariant-vault"
          "inside shows that no credential entered a copy (the RFC calls it unwitnessable)")
 @_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_no_egress_credential(probe: Probe) -> list[Finding]:
-    """§D SR-1: the egress-injected credential never enters a derived entry or the wire."""
+    """§D SR-1: the credential the gateway injected (it is in the egress log) reaches no
+    response, event or summary of the source or its replay."""
     req = R_NO_EGRESS
     a, inspector = probe.a, probe.inspector
     assert inspector is not None
@@ -648,17 +714,8 @@ def check_no_egress_credential(probe: Probe) -> list[Finding]:
     if replay.run_id is None:
         return out
     out += judges.miss_count(req, replay.events, replay.summary, "vault", 0)
-    mine = [entries for _, run, _, entries in inspector.copies() if run == replay.run_id]
-    out.append(judges.count_is(req, len(mine), 1, "the replay's derived copies"))
-    out.append(judges.count_is(req, len(mine[0]) if mine else 0, 1,
-                               "entries in the replay's derived copy"))
-    if mine and mine[0]:
-        seen = [c["outcome"] for c in inspector.held_calls(source.run_id)]
-        out.append(judges.same_as(req, mine[0][0].get("response"), seen[0] if seen else None,
-                                  "the derived entry carries the answer the agent saw"))
-    out.append(judges.no_secret_in(req, mine, secrets, "the replay's derived entries"))
-    out.append(judges.no_secret_in(req, [e for *_, e in inspector.copies()], secrets,
-                                   "every stored derived copy"))
+    # The derived entry itself (exactly the answer the agent saw) and every stored copy
+    # free of credentials: the row no-egress-credential says both.
     wire = ([obs.response.json for obs in (source, replay)] +
         [source.events, replay.events, replay.summary])
     out.append(judges.no_secret_in(req, wire, secrets, "responses, events and the summary"))
@@ -675,8 +732,9 @@ def check_no_reresolution(probe: Probe) -> list[Finding]:
 
     The source deleted outright, the way a host that deletes runs would (not the erase
     seam: that erases the copy too): forks of the eval run must still be served the
-    recorded answers, which only the stored copy can give; and neither a fork before the
-    deletion nor one after may resolve the source or derive from it again.
+    recorded answers, which only the stored copy can give, and may neither resolve the
+    source nor derive from it again. Forks while the source is there are the row
+    fork-no-reresolve's; no row can delete a run.
     """
     req = R_NO_RERESOLVE
     a, inspector = probe.a, probe.inspector
@@ -697,13 +755,12 @@ def check_no_reresolution(probe: Probe) -> list[Finding]:
                                "resolved the source"))
     out.append(judges.at_least(req, derived, 1, "positive control: creating the eval run "
                                "derived from the source"))
-    forks = [("a replay fork while the source is there", a.forked(replay.run_id, "replay")),
-             ("a branch fork while the source is there", a.forked(replay.run_id, "branch"))]
+    # Forks while the source is there: fork-no-reresolve says them.
     out.append(judges.done(req, inspector.delete_run(source.run_id),
                            "the source was deleted from the host"))
     count = probe.count(a)
-    forks += [(f"a {mode} fork with the source deleted", a.forked(replay.run_id, mode))
-              for mode in ("replay", "branch")]
+    forks = [(f"a {mode} fork with the source deleted", a.forked(replay.run_id, mode))
+             for mode in ("replay", "branch")]
     branch = forks[-1][1].run_id
     if branch is not None:
         forks.append(("a branch of the branch", a.forked(branch, "branch")))
@@ -774,7 +831,8 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
 
 @_check
 def check_gone_copy_refused(probe: Probe) -> list[Finding]:
-    """Security: a fork whose copy is gone is refused, re-derives nothing, runs nothing live."""
+    """Security: once the copy is gone, a fork of a fork made while it was there is refused
+    too, runs nothing live and mints nothing; another source's eval run still forks."""
     req = R_GONE_COPY
     a = probe.a
     if not a.surface.family("replay"):
@@ -806,30 +864,23 @@ def check_gone_copy_refused(probe: Probe) -> list[Finding]:
     live = _live(probe, (COUNTER_KEY,)) if counted else None
     count = probe.count(a) if counted else None
     listed = a.list_runs()
-    targets = [("a replay fork of the eval run", replay.run_id, "replay"),
-               ("a branch fork of the eval run", replay.run_id, "branch")]
-    if branch.run_id is not None:
-        targets.append(("a branch of the earlier branch", branch.run_id, "branch"))
-    for label, run_id, mode in targets:
-        r = a.fork(run_id, mode)
-        out += judges.refused_registered(req, r, label)
-        out.append(judges.nothing_minted(req, r, label))
-    unknown_id = f"{_tenant(source.run_id)}/{UNKNOWN_OPAQUE}"
-    unknown = a.create(_replay_body(unknown_id))
-    again = a.create(_replay_body(source.run_id))
-    out += judges.refused(req, again, "a new eval naming the erased source")
-    out.append(alike(req, [("an unknown id", _ask(a, unknown_id)),
-                           ("the erased source", _ask(a, source.run_id))],
-                     [unknown, again], noise_of_host(a)))
+    # The eval run's own forks (fork-after-erase) and a new eval naming the erased source
+    # (erased-source) are the rows'; a fork of a fork made while the copy was there is not.
+    label = "a branch of the earlier branch"
+    refused = a.fork(branch.run_id, "branch") if branch.run_id is not None else None
+    if refused is None:
+        return out
+    out += judges.refused_registered(req, refused, label)
+    out.append(judges.nothing_minted(req, refused, label))
     if probe.inspector is not None:
-        out.append(judges.nothing_minted(req, again, "the refused forks", runs,
+        out.append(judges.nothing_minted(req, refused, "the refused fork", runs,
                                          probe.inspector.run_count()))
     if listed is not None:
-        out += a.no_new_runs(req, listed, "the refused forks")
+        out += a.no_new_runs(req, listed, "the refused fork")
     if count is not None:
-        out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused forks"))
+        out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused fork"))
         out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
-                                    "live tool state across the refused forks"))
+                                    "live tool state across the refused fork"))
     return out
 
 
@@ -842,8 +893,9 @@ def check_facet_implies_matching(probe: Probe) -> list[Finding]:
     req = R_FACET
     a = probe.a
     discovery = a.discovery()
+    # That discovery never advertises the one without the other is the row
+    # facet-implies-matching's (which applies where recordedFixtures is advertised).
     out = [judges.answered(req, discovery, 200, "discovery")]
-    out.append(judges.facet_implies_matching(req, discovery.json))
     facet = judges.eval_suite_facet(discovery.json)
     if facet.get("recordedFixtures") is True:
         source = a.eval(SOURCE)

@@ -87,23 +87,29 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
     """The parts' rows on the built-in host (a fresh one per check), or, with `client`, on
     that one host (over HTTP): every row the wire can witness, the rest listed apart."""
     rows: list[Row] = []
+    # Example rows judged by the examples part, which an invariant that names them takes as
+    # they are (the same row on the same target, not run twice).
+    ran: dict[str, Row] = {}
     if client is not None:
         keys = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
         remote = client
         runners: dict[str, Callable[[], list[Row]]] = {
             "conformance": lambda: run_scenario(remote, ScenarioConfig(api_key, tenant_b_key)),
             "examples": lambda: _remote_examples(remote, keys, prefix),
-            "invariants": lambda: _remote_invariants(remote, keys, prefix),
+            "invariants": lambda: _remote_invariants(remote, keys, prefix, ran),
         }
     else:
         runners = {
             "conformance": lambda: run_scenario(target.host(),
                                                 ScenarioConfig(api_key, tenant_b_key)),
             "examples": lambda: _examples(target, prefix),
-            "invariants": lambda: _invariants(target, prefix),
+            "invariants": lambda: _invariants(target, prefix, ran),
         }
     for part in parts:
-        rows += [r for r in runners[part]() if matches(prefix, r)]
+        found = runners[part]()
+        if part == "examples":
+            ran.update((r.check_id, r) for r in found)
+        rows += [r for r in found if matches(prefix, r)]
     return rows
 
 
@@ -118,15 +124,15 @@ def _remote_examples(client: HostClient, keys: dict[str, str], prefix: str | Non
     return run_examples(lambda profile: client, prefix, keys=keys, remote=True)
 
 
-def _remote_invariants(client: HostClient, keys: dict[str, str], prefix: str | None
-                       ) -> list[Row]:
+def _remote_invariants(client: HostClient, keys: dict[str, str], prefix: str | None,
+                       ran: Mapping[str, Row]) -> list[Row]:
     from refsim.check.invariants import run_invariants
-    return run_invariants(lambda: client, prefix, keys=keys, remote=True)
+    return run_invariants(lambda: client, prefix, keys=keys, remote=True, ran=ran)
 
 
-def _invariants(target: Target, prefix: str | None) -> list[Row]:
+def _invariants(target: Target, prefix: str | None, ran: Mapping[str, Row]) -> list[Row]:
     from refsim.check.invariants import run_invariants
-    return run_invariants(lambda: target.host(), prefix)
+    return run_invariants(lambda: target.host(), prefix, ran=ran)
 
 
 @attrs.frozen
