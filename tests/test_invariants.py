@@ -220,12 +220,6 @@ SABOTAGE: list[tuple[str, str, str]] = [
     ("check_foreign_actions", "foreign-erases-eval-run",
      "tenant A's eval run, after tenant B's tries: changed"),
     ("check_summary_content_free", "leaks-entries-in-eval-started", "carries content keys"),
-    ("check_fail_closed", "serves-miss-live", "the live counter moved"),
-    ("check_fail_closed", "forgets-misses", "fixtureMissCount is 0, expected 1"),
-    ("check_fail_closed", "branch-misses-live",
-     "the drifted inc's own key, across the branch: the live counter moved by 1, expected 0"),
-    ("check_fail_closed", "plans-live",
-     "live tool state (counters, egress, live calls) across both replays: changed"),
     ("check_no_egress_credential", "derives-egress-credential",
      "egress credential material present"),
     ("check_no_reresolution", "reresolves-on-fork", "the source was resolved again"),
@@ -235,11 +229,6 @@ SABOTAGE: list[tuple[str, str, str]] = [
      "derived copy(ies) still stored under the erased source"),
     ("check_copy_erased_with_source", "wipes-all-copies",
      "copies of the other source, untouched by erasing this one: 0, expected 1"),
-    ("check_gone_copy_refused", "keeps-copy-after-erasure",
-     "a branch of the earlier branch: answered 201, not a refusal"),
-    ("check_gone_copy_refused", "runs-live-when-copy-gone", "the live counter moved"),
-    ("check_gone_copy_refused", "wipes-all-copies",
-     "a fork of another source's eval run, after the erasure: expected 201, got 404"),
     ("check_facet_implies_matching", "counts-miss-calls-live",
      "the call whose args match nothing: the live counter moved from 0 to 1"),
     ("check_derived_never_on_wire", "leaks-entries-in-eval-started",
@@ -269,9 +258,27 @@ ROW_SABOTAGE: list[tuple[str, str, str, bool]] = [
     ("eval-recorded-fixtures-implies-matching", "advertises-without-matching",
      "example refsim.example.0252.facet-implies-matching: request: "
      "recordedFixtures is advertised without fixtureMatching", True),
+    # Two rows are rows only: what their checks said, the example vocabulary says.
     ("eval-fixture-gone-copy-refused", "keeps-copy-after-erasure",
-     "example refsim.example.0252.fork-after-erase: replay: answered 201, not a refusal",
-     False),
+     "example refsim.example.0252.fork-after-erase: replay: answered 201, not a refusal", True),
+    ("eval-fixture-gone-copy-refused", "runs-live-when-copy-gone",
+     "example refsim.example.0252.fork-after-erase: branch-of-the-early-branch (counter "
+     "'refund' of acme): the live counter moved from 3 to 4", True),
+    ("eval-fixture-gone-copy-refused", "wipes-all-copies",
+     "example refsim.example.0252.fork-after-erase: another-source-still-forks: expected "
+     "201, got 404", True),
+    ("eval-fixture-replay-fail-closed", "serves-miss-live",
+     "example refsim.example.0252.strays-fail-closed: repeats-and-strays (counter "
+     "'recorded-fixtures' of acme): the live counter moved from 1 to 2", True),
+    ("eval-fixture-replay-fail-closed", "forgets-misses",
+     "example refsim.example.0252.strays-fail-closed: drift: eval.scored[record]."
+     "fixtureMissCount is 0, expected 1", True),
+    ("eval-fixture-replay-fail-closed", "branch-misses-live",
+     "example refsim.example.0252.drift-branch-fails-closed: request (counter "
+     "'recorded-fixtures-drift' of acme): the live counter moved", True),
+    ("eval-fixture-replay-fail-closed", "plans-live",
+     "example refsim.example.0252.fail-closed-no-live-effect: request: (white box) live "
+     "calls / egress records went (1, 1) -> (2, 2)", True),
     ("eval-fixture-run-tenant-scoped", "accepts-non-terminal",
      "example refsim.example.0252.non-terminal-refused: while-waiting: expected 400", False),
     ("eval-fixture-run-tenant-scoped", "words-non-terminal-differently",

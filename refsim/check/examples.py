@@ -845,6 +845,13 @@ def run_example(example: Example, host: HostClient, *,
     except Unobservable as exc:
         return Row.unjudged(example.requirement_id, SCENARIO, exc.disposition,
                             f"the host ({host.name}): {exc.reason}", check_id=example.id)
+    if run.blocked:
+        unseen = f"the host ({host.name}): " + "; ".join(run.blocked)
+        if all(f.ok for f in findings):  # nothing it saw failed, yet not all was seen
+            return Row.unjudged(example.requirement_id, SCENARIO, Disposition.BLOCKED,
+                                unseen, check_id=example.id)
+        failed = Row.judged(example.requirement_id, SCENARIO, findings, check_id=example.id)
+        return attrs.evolve(failed, detail=f"{failed.detail}; and not judged: {unseen}")
     if findings and all(f.ok for f in findings) and run.claims == 0 and run.notes:
         return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
                             f"the host ({host.name}): no claim of the row can be observed "
@@ -891,6 +898,9 @@ class _RowRun:
     # be observed on this host (an expectation the host's wire cannot carry).
     claims: int = 0
     notes: list[str] = attrs.Factory(list)
+    # Why an expectation could not be judged for want of what the host does not offer (a
+    # seam): the row is blocked for it, unless a claim it could judge failed.
+    blocked: list[str] = attrs.Factory(list)
     current: Action | None = None
     # label -> the action and its arguments as sent: a refusal can be asked for again.
     performed: dict[str, tuple[Action, dict[str, Any]]] = attrs.Factory(dict)
@@ -1074,7 +1084,7 @@ class _RowRun:
             try:
                 before[e.name] = EXPECTATIONS[e.name].before(self, e.value, tenant)
             except Unobservable as exc:
-                if exc.disposition is not Disposition.INAPPLICABLE:
+                if exc.disposition not in (Disposition.INAPPLICABLE, Disposition.BLOCKED):
                     raise
                 before[e.name] = exc
         response = self.perform(request.action)
@@ -1094,6 +1104,12 @@ class _RowRun:
                 found = EXPECTATIONS[e.name].judge(self, request.label, e.value, observed,
                                                    before[e.name], tenant, agent)
             except Unobservable as exc:
+                if exc.disposition is Disposition.BLOCKED:
+                    # The rest of the request is still judged: a seam the host does not
+                    # offer must not hide a breach the wire shows.
+                    if exc.reason not in self.blocked:
+                        self.blocked.append(exc.reason)
+                    continue
                 if exc.disposition is not Disposition.INAPPLICABLE:
                     raise
                 self.notes.append(f"{request.label}: {e.name}: {exc.reason}")

@@ -20,11 +20,9 @@ from refsim.check.observe import (
     COUNTER_KEY,
     COUNTER_TOOL,
     DRIFT,
-    DRIFT_KEY,
     KEYS,
     RECORDER,
     REPLAY,
-    SEAM_COUNTER,
     SEAM_ERASE,
     SOURCE,
     TENANT_A,
@@ -403,14 +401,6 @@ def _tenant(run_id: str | None) -> str:
     return (run_id or f"{TENANT_A}/x").split("/", 1)[0]
 
 
-def _live(probe: Probe, keys: Sequence[str]) -> Any:
-    """Every piece of live tool state a check can see: all of it inside the simulator, the
-    counters of `keys` over HTTP."""
-    if probe.inspector is not None:
-        return probe.inspector.live_state()
-    return {key: probe.count(probe.a, key) for key in keys}
-
-
 def _refusal_controls(session: Session, response: Response, value: str,
                       body: Callable[[str], Any]) -> list[Response]:
     """The same refused request made again for a control value, where the answer holds a
@@ -424,11 +414,9 @@ def _refusal_controls(session: Session, response: Response, value: str,
 
 R_UNIFORM = req_id("0252.source-uniform")
 R_CONTENT_FREE = req_id("0252.summary-content-free")
-R_FAIL_CLOSED = req_id("0252.fail-closed-miss")
 R_NO_EGRESS = req_id("0252.no-egress-credential")
 R_NO_RERESOLVE = req_id("0252.fork-no-reresolve")
 R_COPY_ERASED = req_id("0252.copy-erased-with-source")
-R_GONE_COPY = req_id("0252.gone-copy-refused")
 R_FACET = req_id("0252.facet-implies-matching")
 R_NEVER_ON_WIRE = req_id("0252.derived-never-on-wire")
 AGENT_CALL, WAIT_INPUT, NOOP = ("conformance-agent-call", "conformance-wait-input",
@@ -544,7 +532,10 @@ R_ISOLATION = req_id("0252.tenant-isolation")
 @_check
 def check_foreign_actions(probe: Probe) -> list[Finding]:
     """Security: a tenant that cannot read an eval run cannot read, fork, erase or cancel
-    it either, on any route the host offers; and the run is as it was afterwards."""
+    it either, on any route the host offers; and the run is as it was afterwards.
+
+    Rows cannot say it: that no answer carries the run's recorded content, and the reads
+    under the other spellings of the id the host takes from its owner."""
     req = R_ISOLATION
     a, b = probe.a, probe.b
     source = a.eval(SOURCE)
@@ -603,7 +594,11 @@ CONTENT_DECISION = "content-marker-0252-decision"
 @_check
 @_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_summary_content_free(probe: Probe) -> list[Finding]:
-    """§D + RFC 0081: eval.* events and the summary carry no recorded or task content."""
+    """§D + RFC 0081: eval.* events and the summary carry no recorded or task content.
+
+    The row summary-content-free judges the eval run's summary and events content-free by
+    their keys; rows cannot say "this marked content appears nowhere", which is judged
+    here by value, on the eval run and on a replay fork of it."""
     req = R_CONTENT_FREE
     a = probe.a
     suite = probe.suite(CONTENT_SUITE)
@@ -641,52 +636,6 @@ def check_summary_content_free(probe: Probe) -> list[Finding]:
     return out
 
 
-FAIL_CLOSED_SUITE = "refsim-invariant-fail-closed"
-
-
-@_check
-@_needs(VAULT_FIXTURE)
-def check_fail_closed(probe: Probe) -> list[Finding]:
-    """§D + Security: a miss reaches no live tool, is counted, and fails the task."""
-    req = R_FAIL_CLOSED
-    a = probe.a
-    before = probe.count(a)
-    source = a.eval(SOURCE)
-    out = _controls(req, source, "the source run")
-    out.append(judges.counter_moved(req, before, probe.count(a), "the source run"))
-    if source.run_id is None:
-        return out
-    changed = probe.suite(FAIL_CLOSED_SUITE)
-    watched = (COUNTER_KEY, DRIFT_KEY)
-    live, count, drift_count = _live(probe, watched), probe.count(a), probe.count(a, DRIFT_KEY)
-    drift = a.observe(a.create(eval_body(DRIFT, {"record": source.run_id})))
-    out.append(judges.created(req, drift.response, "the drifted replay"))
-    out += judges.miss_count(req, drift.events, drift.summary, "record", 1)
-    out += judges.passed_is(req, drift.events, drift.summary, "record", False)
-    out.append(judges.counter_unchanged(req, count, probe.count(a), "the drifted replay"))
-    out.append(judges.counter_delta(req, drift_count, probe.count(a, DRIFT_KEY), 0,
-                                    "the drifted inc's own key"))
-    if drift.run_id is not None and a.surface.family("replay"):
-        # A branch of the drifted run runs its task again on the copy: the miss is a miss
-        # again, live nowhere (Security: a fork never runs against live tools).
-        branch = a.forked(drift.run_id, "branch")
-        out += _controls(req, branch, "a branch fork of the drifted replay")
-        out += judges.miss_count(req, branch.events, branch.summary, "record", 1)
-        out += judges.passed_is(req, branch.events, branch.summary, "record", False)
-        out.append(judges.counter_delta(req, drift_count, probe.count(a, DRIFT_KEY), 0,
-                                        "the drifted inc's own key, across the branch"))
-    again = a.eval(changed, {"record": source.run_id})
-    out.append(judges.created(req, again.response, "a changed agent that repeats a consumed "
-                              "call and calls a new tool"))
-    out += judges.miss_count(req, again.events, again.summary, "record", 2)
-    out += judges.passed_is(req, again.events, again.summary, "record", False)
-    out.append(judges.counter_unchanged(req, count, probe.count(a), "the changed agent"))
-    out.append(judges.unchanged(req, live, _live(probe, watched),
-                                "live tool state (counters, egress, live calls) across both "
-                                "replays"))
-    return out
-
-
 VAULT_SUITE = "refsim-invariant-vault"
 
 
@@ -696,7 +645,10 @@ VAULT_SUITE = "refsim-invariant-vault"
 @_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_no_egress_credential(probe: Probe) -> list[Finding]:
     """§D SR-1: the credential the gateway injected (it is in the egress log) reaches no
-    response, event or summary of the source or its replay."""
+    response, event or summary of the source or its replay.
+
+    The row no-egress-credential judges the derived entry and every stored copy; rows cannot
+    read the egress log (the positive control) or search answers for a secret."""
     req = R_NO_EGRESS
     a, inspector = probe.a, probe.inspector
     assert inspector is not None
@@ -786,7 +738,10 @@ ERASE_QUERY = "erase-marker-0252"
          "copies erasure reached (the wire side is eval-fixture-gone-copy-refused)")
 @_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
-    """Security: erasing a source erases every copy derived from it, and only those."""
+    """Security: erasing a source erases every copy derived from it, and only those.
+
+    The row erase-reaches-copy counts the copies under the source; rows cannot say that the
+    erased content is in no stored entry under any key, nor that the source holds no call."""
     req = R_COPY_ERASED
     a, inspector = probe.a, probe.inspector
     assert inspector is not None
@@ -829,67 +784,15 @@ def check_copy_erased_with_source(probe: Probe) -> list[Finding]:
     return out
 
 
-@_check
-def check_gone_copy_refused(probe: Probe) -> list[Finding]:
-    """Security: once the copy is gone, a fork of a fork made while it was there is refused
-    too, runs nothing live and mints nothing; another source's eval run still forks."""
-    req = R_GONE_COPY
-    a = probe.a
-    if not a.surface.family("replay"):
-        raise inapplicable("the host does not advertise the replay family (forkRun)")
-    source = a.eval(SOURCE)
-    out = _controls(req, source, "the source run")
-    if source.run_id is None:
-        return out
-    replay = a.eval(REPLAY, {"record": source.run_id})
-    out += _controls(req, replay, "the eval run")
-    if replay.run_id is None:
-        return out
-    branch = a.forked(replay.run_id, "branch")
-    out += _controls(req, branch, "positive control: a branch while the copy exists")
-    # Another source and its eval run, which the erasure must not reach.
-    other = a.eval(SOURCE)
-    kept = a.eval(REPLAY, {"record": other.run_id}) if other.run_id else None
-    a.require_erase(source.run_id)
-    if kept is not None and kept.run_id is not None:
-        out.append(judges.created(req, a.fork(kept.run_id, "branch"),
-                                  "a fork of another source's eval run, after the erasure"))
-    else:
-        out.append(judges.readable(req, None if kept is None else kept.run_id,
-                                   "the second source's eval run was created"))
-    runs = probe.inspector.run_count() if probe.inspector else None
-    # The refusal is the claim; no live call on the way is judged where the counter can
-    # be read (the seam, or inside): without it the forks' refusals still are.
-    counted = probe.inspector is not None or a.surface.offers(SEAM_COUNTER)
-    live = _live(probe, (COUNTER_KEY,)) if counted else None
-    count = probe.count(a) if counted else None
-    listed = a.list_runs()
-    # The eval run's own forks (fork-after-erase) and a new eval naming the erased source
-    # (erased-source) are the rows'; a fork of a fork made while the copy was there is not.
-    label = "a branch of the earlier branch"
-    refused = a.fork(branch.run_id, "branch") if branch.run_id is not None else None
-    if refused is None:
-        return out
-    out += judges.refused_registered(req, refused, label)
-    out.append(judges.nothing_minted(req, refused, label))
-    if probe.inspector is not None:
-        out.append(judges.nothing_minted(req, refused, "the refused fork", runs,
-                                         probe.inspector.run_count()))
-    if listed is not None:
-        out += a.no_new_runs(req, listed, "the refused fork")
-    if count is not None:
-        out.append(judges.counter_unchanged(req, count, probe.count(a), "the refused fork"))
-        out.append(judges.unchanged(req, live, _live(probe, (COUNTER_KEY,)),
-                                    "live tool state across the refused fork"))
-    return out
-
-
 MATCHING_SUITE = "refsim-invariant-matching"
 
 
 @_check
 def check_facet_implies_matching(probe: Probe) -> list[Finding]:
-    """§A: recordedFixtures comes with fixtureMatching, and both claims hold in behaviour."""
+    """§A: recordedFixtures comes with fixtureMatching, and both claims hold in behaviour.
+
+    On every host, whatever it advertises (the rows are gated on recordedFixtures): a host
+    that advertises fixtureMatching alone still has it judged."""
     req = R_FACET
     a = probe.a
     discovery = a.discovery()
@@ -933,7 +836,11 @@ WIRE_SUITE = "refsim-invariant-wire"
 @_needs(AGENT_CALL, VAULT_FIXTURE)
 def check_derived_never_on_wire(probe: Probe) -> list[Finding]:
     """§D: no response or event carries derived entries, by key or by content, on any
-    channel (poll, stream, snapshot, summary, headers), and no export operation exists."""
+    channel (poll, stream, snapshot, summary, headers), and no export operation exists.
+
+    The row derived-never-on-wire judges one replay's answers; rows cannot look for one
+    run's recorded calls in another run's answers, which is judged here for a drift, a vault
+    replay and forks."""
     req = R_NEVER_ON_WIRE
     a = probe.a
     suite = probe.suite(WIRE_SUITE)
