@@ -889,6 +889,26 @@ def test_latency_tail_alike_fails_when_a_quarter_of_one_group_is_slow() -> None:
     assert not found.ok and "foreign is refused slow more often" in found.message
 
 
+def test_a_tail_on_a_busy_machine_is_timed_afresh() -> None:
+    """On a quiet machine no first sample lies beyond the tail line, so nothing more is
+    timed. On a busy one both groups have slow samples: a quarter of one group 30 ms slower
+    then differs little in 24 samples (7 beyond the line against 3, Fisher p about 0.29,
+    which a screen on the difference let pass unjudged), yet a tail exists, so it is timed
+    afresh."""
+    import random
+    rng = random.Random(3)
+    quiet_a = [rng.uniform(0.001, 0.004) for _ in range(24)]
+    quiet_b = [rng.uniform(0.001, 0.004) for _ in range(24)]
+    assert not judges.tail_seen(quiet_a, quiet_b)
+    busy_a = [0.002 + (0.05 if i in (2, 9, 17) else 0) for i in range(24)]  # 3 stalled
+    busy_b = [0.002 + (0.03 if i % 4 == 0 else 0) + (0.05 if i == 13 else 0)
+              for i in range(24)]  # 6 slow, and 1 stalled
+    line = sorted(busy_a + busy_b)[36] + judges.LATENCY_MIN_EFFECT
+    beyond = sum(x > line for x in busy_a), sum(x > line for x in busy_b)
+    assert beyond == (3, 7) and judges.fisher_exact(3, 24, 7, 24) > 0.2
+    assert judges.tail_seen(busy_a, busy_b)
+
+
 def test_fisher_exact_matches_known_values() -> None:
     assert judges.fisher_exact(3, 4, 1, 4) == pytest.approx(0.4857, abs=1e-4)  # tea tasting
     assert judges.fisher_exact(2, 4, 2, 4) == pytest.approx(1.0)

@@ -489,19 +489,25 @@ def latency_alike(req: str, a: tuple[str, Sequence[float]], b: tuple[str, Sequen
               f"{len(xb)}, U = {u:.0f}, p = {p:.2g})", figures)
 
 
-# A slower tail (some refusals much slower) can leave the medians alike: where the tail
-# counts of the first samples differ at TAIL_SCREEN, TAIL_SAMPLES more a group are timed
-# and their tails alone judged (fresh samples: the screen costs no false alarms).
-TAIL_SCREEN = 0.2
+# A slower tail (some refusals much slower) can leave the medians alike. Where any of the
+# first samples lies beyond the pooled 75th percentile by LATENCY_MIN_EFFECT, TAIL_SAMPLES
+# more a group are timed and their tails alone judged (fresh samples: the screen costs no
+# false alarms). The screen asks only whether a tail exists at all, not whether it differs:
+# a busy machine puts slow samples in both groups, and 24 a group then cannot tell a tail
+# that one group has from the noise both have (a faulty host went unjudged that way).
 TAIL_SAMPLES = 160  # per group
 
 
-def latency_tail_p(xa: Sequence[float], xb: Sequence[float]) -> float:
-    """Fisher's exact test on how many of each group take LATENCY_MIN_EFFECT or more
-    beyond the pooled 75th percentile."""
+def _tail_line(xa: Sequence[float], xb: Sequence[float]) -> float:
     pooled = sorted([*xa, *xb])
-    line = pooled[(3 * len(pooled)) // 4] + LATENCY_MIN_EFFECT
-    return fisher_exact(sum(x > line for x in xa), len(xa), sum(x > line for x in xb), len(xb))
+    return pooled[(3 * len(pooled)) // 4] + LATENCY_MIN_EFFECT
+
+
+def tail_seen(xa: Sequence[float], xb: Sequence[float]) -> bool:
+    """Whether any sample of either group lies beyond the pooled 75th percentile by
+    LATENCY_MIN_EFFECT or more (so the groups have a tail worth timing afresh)."""
+    line = _tail_line(xa, xb)
+    return any(x > line for x in (*xa, *xb))
 
 
 def latency_tail_alike(req: str, a: tuple[str, Sequence[float]],
@@ -510,8 +516,7 @@ def latency_tail_alike(req: str, a: tuple[str, Sequence[float]],
     """Security (SHOULD): no group of refusals is slow more often than the other, judged
     on the tail (beyond the pooled 75th percentile by LATENCY_MIN_EFFECT or more)."""
     (la, xa), (lb, xb) = a, b
-    pooled = sorted([*xa, *xb])
-    line = pooled[(3 * len(pooled)) // 4] + LATENCY_MIN_EFFECT
+    line = _tail_line(xa, xb)
     na, nb = sum(x > line for x in xa), sum(x > line for x in xb)
     p = fisher_exact(na, len(xa), nb, len(xb))
     figures = {"n": [len(xa), len(xb)], "line ms": line * 1000, f"{la} beyond": na,

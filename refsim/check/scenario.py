@@ -463,8 +463,8 @@ class _Legs:
         for label in labels[1:]:
             out.append(judges.latency_alike(req, (labels[0], times[labels[0]]),
                                             (label, times[label]), alpha))
-        if any(judges.latency_tail_p(times[labels[0]], times[label]) < judges.TAIL_SCREEN
-               for label in labels[1:]):  # a tail apart at first sight: time it afresh
+        if any(judges.tail_seen(times[labels[0]], times[label])
+               for label in labels[1:]):  # a tail at all: time it afresh
             tails: dict[str, list[float]] = {label: [] for label in labels}
             for _ in range(judges.TAIL_SAMPLES):
                 for label in rng.sample(labels, len(labels)):
