@@ -243,3 +243,29 @@ def test_a_host_without_seams_gets_blocked_rows_never_failed_ones(served: str) -
     assert moved and all(r.disposition is Disposition.BLOCKED for r in moved), moved
     assert all(any(f"seam {s} " in r.detail for s in SEAMS) for r in moved)
     assert any(r.passed for r in rows if r.scenario_id == "rfc-0252-examples")
+
+
+def _discovery_unreadable(host: SimHost, method: str, target: str, headers: dict[str, str],
+                          body: bytes | None, response: Response) -> Response:
+    """Discovery answered 200 in bytes no JSON reader takes (a gzip body sent unasked)."""
+    if target.startswith("/.well-known/openwop"):
+        return Response(200, {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+                        None, "\x1f\x8b\x08\x00 not json")
+    return response
+
+
+def test_a_discovery_document_that_cannot_be_read_blocks_every_host_row() -> None:
+    """What the host advertises is unknown, so no host row applies or not: each is blocked
+    (bundle-fatal), never inapplicable (which certifies) nor passed."""
+    rows = _remote_rows(SimHost(seed=0, edge=_discovery_unreadable))
+    host_rows = [r for r in rows
+                 if r.requirement_id != "openwop.requirement.0252.shape" and not r.apart]
+    assert host_rows and all(r.disposition is Disposition.BLOCKED for r in host_rows), sorted(
+        {(r.requirement_id, r.disposition.value) for r in host_rows
+         if r.disposition is not Disposition.BLOCKED})
+    assert all("could not be read" in (r.detail or "") for r in host_rows)
+
+
+def _remote_rows(host: SimHost) -> list[Row]:
+    with background(host) as server:
+        return _remote(server.url)

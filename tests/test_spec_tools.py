@@ -333,6 +333,15 @@ def test_a_stale_cache_fails_the_currency_checks() -> None:
         assert falsify.stale(entry, fresh), change.__name__
         assert bool(falsify.stale(entry, fresh, outside=False)) is inside, change.__name__
         assert bool(falsify.stale(entry, fresh, inside=False)) is outside, change.__name__
+    # Another run id minted where the cache quoted one is no change (which id a host mints
+    # depends on how many runs it made first); another observation around it is.
+    quoted = copy.deepcopy(entry)
+    quoted["levels"]["seams"][gone] = "the run list gained 1 run(s): acme/run-0123456789abcdefghij"
+    minted = copy.deepcopy(quoted)
+    minted["levels"]["seams"][gone] = "the run list gained 1 run(s): acme/run-zyxwvutsrq9876543210"
+    assert falsify.stale(quoted, minted) == []
+    minted["levels"]["seams"][gone] = "the run list gained 2 run(s): acme/run-zyxwvutsrq9876543210"
+    assert falsify.stale(quoted, minted)
     # A table not rebuilt from the raw levels (or raw levels edited under it) fails too.
     table = {k: v for k, v in doc.items()} | {
         "rfc": [{**r, "refsim": {k: v for k, v in r["refsim"].items() if k != "program"}}

@@ -819,12 +819,14 @@ def run_example(example: Example, host: HostClient, *,
                 keys: Mapping[str, str] | None = None) -> Row:
     """Judge one row on `host`. A row that names no profile is inapplicable on a host that
     does not advertise recordedFixtures: it has nothing to say about such a host. A row
-    that needs what the host does not offer (a seam, a fixture) is blocked, naming it."""
+    that needs what the host does not offer (a seam, a fixture) is blocked, naming it, and
+    so is every row where the host's discovery could not be read."""
     session = Session(host, dict(keys or DEFAULT_TENANTS)["acme"])
     gated = gate(session.surface, fixtures=False)
-    if (not example.every_host and (example.profile is None or example.withholds)
-            and not gated.applies):
-        return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
+    if gated.unread or (not example.every_host
+                        and (example.profile is None or example.withholds)
+                        and not gated.applies):
+        return Row.unjudged(example.requirement_id, SCENARIO, gated.disposition,
                             f"the host ({host.name}): {gated.reason}, and the row names no "
                             "profile of its own", check_id=example.id)
     against = example.advertised_against(session.surface)

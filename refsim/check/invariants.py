@@ -319,8 +319,8 @@ def _check_part(inv: Invariant, check: str, make_host: Callable[[], HostClient],
     host = make_host()
     a = Session(host, keys[TENANT_A])
     gated = gate(a.surface, fixtures=False)
-    if check not in UNGATED and not gated.applies:
-        return Row.unjudged(req, SCENARIO, Disposition.INAPPLICABLE, str(gated.reason),
+    if gated.unread or (check not in UNGATED and not gated.applies):
+        return Row.unjudged(req, SCENARIO, gated.disposition, str(gated.reason),
                             check_id=inv.id)
     inspector = inspector_of(host)
     probe = Probe(host, Session(host, keys[TENANT_A], inspector),

@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote
 from refsim import schemas
 from refsim.check.findings import Finding, check, fail, ok
 from refsim.check.observe import eval_suite_facet as eval_suite_facet
-from refsim.domain.canonical import canonical
+from refsim.domain.canonical import canonical, integral
 from refsim.domain.ids import ProjectionError, parse_bound, project, unproject
 from refsim.wire.errors import is_registered
 from refsim.wire.response import Response
@@ -690,9 +690,10 @@ def scored_miss_count(req: str, events: Sequence[Mapping[str, Any]], task_id: st
 
 
 def _count_is(req: str, got: Any, field: str, expected: int) -> Finding:
-    is_int = isinstance(got, int) and not isinstance(got, bool)
-    kind = "" if is_int or got is None else f" (a {type(got).__name__}, not an integer)"
-    return check(req, is_int and got == expected, f"{field} is {got!r}{kind}, expected {expected}")
+    count = integral(got)  # 0.0 is the JSON integer 0; a bool or a string is no count
+    kind = ("" if count is not None or got is None
+            else f" (a {type(got).__name__}, not an integer)")
+    return check(req, count == expected, f"{field} is {got!r}{kind}, expected {expected}")
 
 
 def scored_once(req: str, events: Sequence[Mapping[str, Any]]) -> Finding:
@@ -771,7 +772,7 @@ def eval_order(req: str, events: Sequence[Mapping[str, Any]]) -> list[Finding]:
     """RFC 0081: one eval.started, at least one eval.scored in between, one eval.completed
     before run.completed."""
     unsequenced = [f"{i} ({e.get('type')})" for i, e in enumerate(events)
-                   if not isinstance(e.get("sequence"), int) or isinstance(e.get("sequence"), bool)]
+                   if integral(e.get("sequence")) is None]
     if unsequenced:
         return [fail(req, f"event(s) at position {', '.join(unsequenced)} carry no integer "
                      "sequence, so the order cannot be judged")]

@@ -19,6 +19,7 @@ from urllib.parse import quote
 import attrs
 
 from refsim.check.findings import Disposition, Finding
+from refsim.domain.canonical import integral
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.owners import DEFAULT_TENANTS
 from refsim.wire.client import NO_BODY, HostClient
@@ -469,8 +470,8 @@ class Session:
                 timeout = 0  # nothing is on its way: the next poll need not wait
             if page:
                 events.extend(page)
-                seq = page[-1].get("sequence", after)
-                after = seq if isinstance(seq, int) and seq > after else after + len(page)
+                seq = integral(page[-1].get("sequence", after))
+                after = seq if seq is not None and seq > after else after + len(page)
                 continue
             if settled or not isinstance(status, str) or time.monotonic() > deadline:
                 return events
@@ -805,8 +806,7 @@ def asked_apart(req: str, asks: Sequence[tuple[str, Ask]], samples: int,
 def _count_of(r: Response) -> int | None:
     if r.status != 200 or not isinstance(r.json, dict):
         return None
-    count = r.json.get("count")
-    return count if isinstance(count, int) and not isinstance(count, bool) else None
+    return integral(r.json.get("count"))
 
 
 # ----------------------------------------------------------------------------- the keys
@@ -854,10 +854,19 @@ class Gate:
     reason: str | None
     untested: str | None = None
     seams: frozenset[str] = frozenset()
+    # Discovery could not be read: whether the rows apply is unknown, so they are blocked
+    # (the suite could not learn the host's facts), never inapplicable (which certifies).
+    unread: bool = False
 
     @property
     def applies(self) -> bool:
         return self.reason is None
+
+    @property
+    def disposition(self) -> Disposition:
+        """What a row the gate stops records: blocked where discovery was not read, else
+        inapplicable (the host's discovery says the rows do not apply)."""
+        return Disposition.BLOCKED if self.unread else Disposition.INAPPLICABLE
 
 
 def gate(discovery: Response | Surface, *, fixtures: bool = True) -> Gate:
@@ -865,8 +874,9 @@ def gate(discovery: Response | Surface, *, fixtures: bool = True) -> Gate:
     and (when `fixtures`) the three conformance fixtures listed in discovery `fixtures`."""
     surface = discovery if isinstance(discovery, Surface) else Surface.of(discovery)
     if not surface.readable:
-        return Gate(f"discovery answered {surface.status}; the host advertises nothing "
-                    "readable")
+        return Gate(f"discovery (GET /.well-known/openwop) answered {surface.status} without "
+                    "a JSON object, so what the host advertises could not be read",
+                    unread=True)
     seams = surface.seams
     if not surface.advertises("recordedFixtures"):
         return Gate("the host does not advertise agents.evalSuite.recordedFixtures", None, seams)

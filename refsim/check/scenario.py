@@ -99,8 +99,8 @@ def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
     gated = gate(a.surface)
     if not gated.applies:
         reason = str(gated.reason)
-        rows += [Row.unjudged(r, SCENARIO, Disposition.INAPPLICABLE, reason) for r in HOST_LEGS]
-        return [*rows, Row.unjudged(SCENARIO_ROW, SCENARIO, Disposition.INAPPLICABLE, reason)]
+        rows += [Row.unjudged(r, SCENARIO, gated.disposition, reason) for r in HOST_LEGS]
+        return [*rows, Row.unjudged(SCENARIO_ROW, SCENARIO, gated.disposition, reason)]
     legs = _Legs(a, config)
     steps: dict[str, Callable[[], list[Finding]]] = {
         REPLAYED: legs.replayed, DRIFTED: legs.drifted, REFUSED: legs.refused,

@@ -85,6 +85,19 @@ def _numbers(value: Any) -> Any:
     return value
 
 
+def integral(value: Any) -> int | None:
+    """`value` as an integer where it is a JSON number with no fractional part (1, 1.0 and
+    1e0 are one JSON value, and an integer to JSON Schema), else None (a bool is no number;
+    nor is a float past 2**53, which no longer names one integer)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return None
+
+
 def canonical_or_none(value: Any) -> str | None:
     """`canonical(value)`, or None when the value is no JSON."""
     try:

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from refsim.domain.canonical import canonical
+from refsim.domain.canonical import canonical, integral
 from refsim.domain.tools import COUNTER, ToolGateway, ToolResult
 
 
@@ -122,10 +122,10 @@ class Model:
             if call.status != "ok" or "outcome" not in payload or outcome == call.outcome:
                 continue
             calls[index] = attrs.evolve(call, outcome=outcome)
+            count = integral(outcome.get("count")) if isinstance(outcome, dict) else None
             if (call.tool == COUNTER and isinstance(outcome, dict)
-                    and isinstance(outcome.get("key"), str)
-                    and isinstance(outcome.get("count"), int)):
-                self.world.counters[(tenant, outcome["key"])] = outcome["count"]
+                    and isinstance(outcome.get("key"), str) and count is not None):
+                self.world.counters[(tenant, outcome["key"])] = count
 
     @staticmethod
     def run_replay(agent: str, script: list[Any], entries: tuple[Entry, ...], trials: int,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json as _json
+import select
 import ssl
 import threading
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,7 +29,33 @@ _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
 
 
 class HostUnreachable(ValueError):
-    """The HTTP host could not be reached: connect, send or read failed."""
+    """The HTTP host could not be reached (connect, send or read failed), or its answer
+    could not be read as HTTP/1.1."""
+
+
+class _FinalResponse(http.client.HTTPResponse):
+    """Passes over every interim (1xx) answer before the final one, not only 100 Continue
+    (all `http.client` skips): a client must parse 1xx answers it did not ask for (RFC 9110
+    §15.2), such as 103 Early Hints."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        version, status, reason = super()._read_status()  # type: ignore[misc]
+        if 100 < status < 200 and status != 101:  # 101 switches protocols: never asked for
+            return version, http.client.CONTINUE, reason
+        return version, status, reason
+
+
+def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
+    """Whether an idle kept-alive connection is readable: the host closed it (a server may
+    close one at any time, RFC 9112 §9.5) or sent what no request asked for. Either way it
+    is not reused: a POST sent on it could not safely be sent again."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -90,7 +117,7 @@ class HttpClient:
         request that failed half-way leaves header lines buffered in its connection, which
         `close()` keeps and the next request would send first)."""
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is not None and fresh:
+        if conn is not None and (fresh or _closed_by_peer(conn)):
             conn.close()
             with self._lock:
                 self._connections.remove(conn)
@@ -100,6 +127,7 @@ class HttpClient:
                 self._host, self._port, timeout=self.timeout,
                 context=ssl.create_default_context()) if self._https else
                 http.client.HTTPConnection(self._host, self._port, timeout=self.timeout))
+            conn.response_class = _FinalResponse
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -168,6 +196,11 @@ def _unreachable(url: str, exc: BaseException) -> HostUnreachable:
     reason = exc.__cause__ or exc.__context__ or exc if not str(exc) else exc
     text = (" ".join(f"{type(reason).__name__}: {reason}".split()) if str(reason)
         else type(reason).__name__)
+    lost = (http.client.RemoteDisconnected, http.client.ImproperConnectionState)
+    if isinstance(exc, http.client.HTTPException) and not isinstance(exc, lost):
+        # It answered, but not in a form read here (http.client's limits: 100 header
+        # fields, 65,536 bytes a line).
+        return HostUnreachable(f"the answer from {url} could not be read: {text}")
     return HostUnreachable(f"cannot reach {url}: {text}")
 
 

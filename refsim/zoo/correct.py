@@ -346,6 +346,19 @@ def _shuffled_members() -> Edge:
     return _rewriting(shuffle)
 
 
+def _integral_floats() -> Edge:
+    """Every integer of every answer (counts, sequences, the event stream's too) written
+    with a fraction: 0.0, 3.0 (a bool stays a bool)."""
+    def as_float(doc: Any) -> Any:
+        if isinstance(doc, dict):
+            return {k: as_float(v) for k, v in doc.items()}
+        if isinstance(doc, list):
+            return [as_float(v) for v in doc]
+        return float(doc) if isinstance(doc, int) and not isinstance(doc, bool) else doc
+
+    return _rewriting(as_float)
+
+
 def _vendor_members() -> Edge:
     """Each event's payload carries a vendor member (`x-host`, naming the tool on tool
     events) and each run resource an engine version, on the poll and the stream."""
@@ -716,6 +729,10 @@ PASS_ZOO: tuple[Variant, ...] = (
     Variant("shuffled-members",
             "RFC 8259 §4: an object is an unordered collection of members; the echo is the "
             "accepted map, not its member order", _with_edge(_shuffled_members)),
+    Variant("integral-floats",
+            "RFC 8259 §6 and JSON Schema 2020-12 Validation §6.1.1: 3.0 is the number 3, and "
+            "an integer is any number with a zero fractional part (writing one without a "
+            "fraction is a SHOULD of encoding, no RFC 0252 line)", _with_edge(_integral_floats)),
     Variant("vendor-members",
             "run-event.schema.json: payloads admit vendor members (x-*); a run resource may "
             "carry more than the schema names (clients ignore what they do not know)",

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -185,8 +186,18 @@ def stale(cached: dict[str, Any], fresh: dict[str, Any], *, inside: bool = True,
             continue
         out += [f"{name} at {level}: {short_id(rid)}: {was.get(rid)!r} cached, "
                 f"{now.get(rid)!r} now" for rid in sorted({*was, *now})
-                if was.get(rid) != now.get(rid)]
+                if _sans_run_ids(was.get(rid)) != _sans_run_ids(now.get(rid))]
     return out
+
+
+# A run id the host minted, as an observation quotes it: which one it minted depends on
+# how many runs it made before, and a row that times its requests (the latency row) makes
+# more or fewer of them from run to run on a host that leaves a run behind each refusal.
+_RUN_ID = re.compile(r"[A-Za-z0-9._-]+/run-[0-9a-z]+")
+
+
+def _sans_run_ids(observation: str | None) -> str | None:
+    return None if observation is None else _RUN_ID.sub("<run id>", observation)
 
 
 # ----------------------------------------------------------------------------- the table
