@@ -143,7 +143,7 @@ def _seconds(text: str) -> float:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 0 <= int(text) <= 65535:
+    if not (text.isascii() and text.isdigit()) or not 0 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free port), got {text!r}")
     return int(text)
 

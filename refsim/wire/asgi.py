@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, Protocol
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
@@ -266,7 +266,8 @@ class WireApp:
                        "(Transfer-Encoding is not accepted)")
             await self._refuse(send, validation(message), head=head)
             return
-        declared = int(lengths[0]) if lengths and lengths[0].strip().isdigit() else 0
+        declared = (int(lengths[0]) if lengths and lengths[0].strip().isascii()
+                    and lengths[0].strip().isdigit() else 0)
         linger: Receive | None = None
         if declared > MAX_BODY_BYTES:
             expect = (_get(headers, "expect") or "").lower() == "100-continue"
@@ -478,9 +479,10 @@ async def _wait_disconnect(receive: Receive) -> None:
 
 
 def _query_int(target: str, name: str) -> int | None:
-    _, _, query = target.partition("?")
-    values = parse_qs(query).get(name)
-    if not values or not values[-1].isdigit():
+    """A query parameter of ASCII digits, read as the router reads the query (a fragment
+    is no part of it); None otherwise."""
+    values = parse_qs(urlsplit(target).query).get(name)
+    if not values or not (values[-1].isascii() and values[-1].isdigit()):
         return None
     return int(values[-1])
 
