@@ -806,11 +806,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem is not None:
             print(f"refsim: cannot write {path}: {problem}", file=sys.stderr)
             return EXIT_USAGE
+    from refsim.wire.httpclient import HostUnreachable  # not at startup: it imports ssl
     try:
         code: int = args.func(args)
     except BrokenPipeError:  # `refsim list | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return 0
+    except HostUnreachable as exc:  # any command, any step: one line, not a traceback
+        print(f"refsim: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as exc:  # the file system refused a write the check above allowed
         print(f"refsim: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -4,25 +4,29 @@ start) and before any command reads `specs/` or `invariants/`."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 from refsim import paths
 
+# Each file, and the function that loads it: imported only when asked, inside the check
+# (a module that reads a file as it is imported would otherwise fail before the line).
+_LOADERS = (
+    ("specs/error-registry.json", "refsim.registry_codes", "registry"),
+    ("specs/schemas/", "refsim.schemas", "registry"),
+    ("specs/fixtures/", "refsim.catalog", "fixtures"),
+    ("specs/fixtures/ (as eval suites)", "refsim.suite_docs", "load_builtin"),
+    ("specs/requirements.yaml", "refsim.check.registry", "load_registry"),
+    ("specs/assumptions.yaml", "refsim.check.assume", "assumables"),
+    ("invariants/invariants.yaml", "refsim.check.invariants", "load_invariants"),
+)
+
 
 def _loaders() -> list[tuple[str, Callable[[], Any]]]:
-    from refsim import catalog, registry_codes, schemas, suite_docs
-    from refsim.check import registry
-    from refsim.check.invariants import load_invariants
-
-    return [
-        ("specs/error-registry.json", registry_codes.registry),
-        ("specs/schemas/", schemas.registry),
-        ("specs/fixtures/", catalog.fixtures),
-        ("specs/fixtures/ (as eval suites)", suite_docs.load_builtin),
-        ("specs/requirements.yaml", registry.load_registry),
-        ("invariants/invariants.yaml", load_invariants),
-    ]
+    def loader(module: str, name: str) -> Callable[[], Any]:
+        return lambda: getattr(importlib.import_module(module), name)()
+    return [(file, loader(module, name)) for file, module, name in _LOADERS]
 
 
 def problem(smoke: bool = False) -> str | None:

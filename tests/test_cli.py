@@ -227,6 +227,19 @@ def test_fuzz_refuses_a_database_that_is_a_file(tmp_path: Path,
     assert a_file.read_text(encoding="utf-8") == "not a database\n"
 
 
+@pytest.mark.parametrize("argv", [["fuzz", "--max-examples", "2"],
+                                  ["fuzz", "--jobs", "2", "--duration", "1"], ["check"]])
+def test_a_host_nothing_answers_at_is_one_line_for_every_command(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+    sock = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    sock.close()  # nothing listens there now
+    assert main([*argv, "--base-url", url, "--api-key", "hk_test_acme"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("refsim: cannot reach") and err.count("\n") == 1, err
+
+
 def test_a_write_the_file_system_refuses_later_is_a_usage_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

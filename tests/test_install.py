@@ -51,6 +51,20 @@ def test_a_broken_file_is_named_and_serve_does_not_start(tmp_path: Path) -> None
     assert "serving" not in done.stdout
 
 
+@pytest.mark.parametrize("broken", ["specs/requirements.yaml", "specs/assumptions.yaml",
+                                    "invariants/invariants.yaml"])
+def test_a_yaml_file_that_does_not_parse_is_named_by_every_command(tmp_path: Path,
+                                                                   broken: str) -> None:
+    """Even where a module reads the file as it is imported (requirement ids)."""
+    root = _copy_of_data(tmp_path)
+    with (root / broken).open("a", encoding="utf-8") as out:
+        out.write("\nfoo: [\n")
+    for argv in (["check"], ["list"]):
+        done = _refsim(root, *argv)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1 and broken in done.stderr, done.stderr
+
+
 def test_a_copy_of_the_data_named_by_refsim_root_is_read(tmp_path: Path) -> None:
     root = _copy_of_data(tmp_path)
     done = _refsim(root, "check", "0252.shape")
