@@ -224,3 +224,24 @@ def test_large_snapshots_split_pages_by_bytes_not_only_by_limit(host: SimHost) -
     assert len(first.body) <= PAGE_MAX_BYTES
     ids, _ = walk(host, KEY_A, "?limit=100")
     assert ids == created
+
+
+def test_a_page_renders_only_the_runs_it_can_hold_and_one_more(
+        host: SimHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work per page is bounded by its bytes, not by `limit`: with runs of 600 kB of
+    metadata each, a page of limit 100 renders 2 of 10 runs (one held, one that did not
+    fit), not all 10."""
+    from refsim.wire import render
+    blob = "x" * (PAGE_MAX_BYTES * 6 // 10)
+    for _ in range(10):
+        create(host, KEY_A, {**NOOP, "metadata": {"blob": blob}})
+    rendered: list[str] = []
+    real = render.snapshot
+
+    def counting(run: Any) -> Any:
+        rendered.append(run.run_id.bound)
+        return real(run)
+    monkeypatch.setattr(render, "snapshot", counting)
+    page = listed(host, KEY_A, "?limit=100")
+    assert page.status == 200 and len(page.json["runs"]) == 1 and "nextCursor" in page.json
+    assert len(rendered) == 2

@@ -161,10 +161,15 @@ def test_a_wrong_method_on_a_known_path_is_no_route() -> None:
     assert taken == 3  # GET on the fork's path, POST and GET on /runs
 
 
-def test_a_method_is_matched_as_sent_upper_cased() -> None:
+def test_a_method_is_matched_case_sensitively() -> None:
+    """RFC 9110 §9.1: the method token is case-sensitive, so `post` creates no run."""
     host = SimHost(seed=0)
-    assert host.request_raw("get", "/.well-known/openwop").status == 200
-    assert host.request_raw("Get", "/.well-known/openwop").status == 200
+    assert host.request_raw("GET", "/.well-known/openwop").status == 200
+    assert host.request_raw("get", "/.well-known/openwop").status == 404
+    created = host.request_raw("post", "/runs", headers=AUTH,
+                               body=b'{"workflowId":"conformance-noop"}')
+    assert created.status == 404 and created.json["error"] == "not_found"
+    assert host.request("GET", "/runs", api_key=KEY_A).json["runs"] == []
 
 
 @pytest.mark.parametrize(("pattern", "segment", "value"), [

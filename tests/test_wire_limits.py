@@ -139,6 +139,32 @@ def test_each_suite_cap_is_refused_naming_its_limit(doc: dict[str, Any], names: 
     assert create.status == 400  # never registered
 
 
+def test_the_expected_value_counts_toward_the_byte_cap() -> None:
+    """Scoring reads it once per trial: 300 kB expected x 20 trials is refused."""
+    doc = suite("expected", trials=20)
+    doc["tasks"][0]["expected"]["match"]["value"] = "x" * 300_000
+    r = register(SimHost(seed=0), doc)
+    assert r.status == 400 and f"at most {limits.MAX_RUN_SCRIPT_BYTES} bytes" in r.json["message"]
+
+
+def test_contains_scoring_encodes_the_expected_value_once(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """A decision list of n elements costs n + 1 canonical encodings, not 2n (each of which
+    was the whole expected value)."""
+    from refsim.domain import suites
+    encoded: list[int] = []
+    real = suites.canonical
+
+    def counting(value: Any) -> str:
+        encoded.append(1)
+        return real(value)
+    monkeypatch.setattr(suites, "canonical", counting)
+    expected = {"kind": "golden", "match": {"strategy": "contains", "value": [1.0] * 1000}}
+    assert not suites.golden_match(expected, [0] * 500)
+    assert len(encoded) == 501
+    assert suites.golden_match(expected, [0, [1] * 1000])
+
+
 def test_delegate_steps_count_toward_the_step_cap() -> None:
     host = SimHost(seed=0)
     doc = suite("nested")

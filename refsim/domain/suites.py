@@ -69,7 +69,8 @@ def golden_match(expected: dict[str, Any], decision: Any) -> bool:
         if isinstance(decision, str) and isinstance(value, str):
             return value in decision
         if isinstance(decision, list):
-            return any(canonical(v) == canonical(value) for v in decision)
+            wanted = canonical(value)  # once, not once per element
+            return any(canonical(v) == wanted for v in decision)
         return False
     return _json_subset(value, decision)
 

@@ -26,4 +26,4 @@ MAX_TASK_STEPS = 200  # a task's script, delegate steps included, flattened
 MAX_TRIALS = 20  # as eval-suite.schema.json says
 MAX_RUN_TASK_TRIALS = 200  # tasks x trials in one eval run
 MAX_RUN_CALLS = 500  # tool calls one eval run can make: sum over tasks of calls x trials
-MAX_RUN_SCRIPT_BYTES = 2_097_152  # trials x the bytes of every task's input and fixtures
+MAX_RUN_SCRIPT_BYTES = 2_097_152  # trials x the bytes of every task's input, fixtures, expected

@@ -215,12 +215,13 @@ def suite_cap_refusal(body: dict[str, Any]) -> Refusal | None:
             return validation(f"a task's script has at most {limits.MAX_TASK_STEPS} steps, "
                               "delegates included", field=f"suite.tasks[{index}].input.script")
         calls += task_calls * trials
-        size += len(_COMPACT_ASCII([task_input, task.get("fixtures")]))
+        # Scoring reads the expected value once per trial, as the script runs once.
+        size += len(_COMPACT_ASCII([task_input, task.get("fixtures"), task.get("expected")]))
     if calls > limits.MAX_RUN_CALLS:
         return validation(f"a run of this suite would make {calls} tool calls (tasks x trials "
                           f"x calls); the limit is {limits.MAX_RUN_CALLS}", field="suite.tasks")
     if size * trials > limits.MAX_RUN_SCRIPT_BYTES:
-        return validation(f"trials x the tasks' inputs and fixtures is at most "
+        return validation(f"trials x the tasks' inputs, fixtures and expected values is at most "
                           f"{limits.MAX_RUN_SCRIPT_BYTES} bytes per run", field="suite.tasks")
     return None
 
@@ -370,13 +371,14 @@ class Router:
             raise Refused(not_found("no such path on this host"))
         if _PLAIN_PATH.fullmatch(target):
             # A path and nothing else: what urlsplit would give back, without its work.
-            request = Request(str(method).upper(), target, {}, headers, body)
+            # A method is case-sensitive (RFC 9110 §9.1): `get` is no GET.
+            request = Request(str(method), target, {}, headers, body)
         else:
             try:
                 parts = urlsplit(target)
             except ValueError:  # e.g. an unbalanced "[" read as an IPv6 authority
                 raise Refused(not_found("no such path on this host")) from None
-            request = Request(str(method).upper(), parts.path, parse_qs(parts.query), headers,
+            request = Request(str(method), parts.path, parse_qs(parts.query), headers,
                               body)
         self._check_version(headers.get("openwop-version"))
         if body is not None and len(body) > limits.MAX_BODY_BYTES:
@@ -635,18 +637,19 @@ class Router:
         runs, following = _run_list(self.core.runs, call.owner, start,
                                     self._str_query(request, "workflowId"),
                                     self._str_query(request, "status"), limit)
-        snapshots = [render.snapshot(run) for run in runs]
         # Tags and metadata can make snapshots large: like an events page, a page stops
         # before PAGE_MAX_BYTES (always one run at least) and the cursor carries the rest.
-        if len(encode(snapshots)) > limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES:
-            kept, budget = 0, limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
-            for doc in snapshots:
-                budget -= len(encode(doc)) + 1
-                if kept and budget < 0:
-                    break
-                kept += 1
-            following = runs[kept] if kept < len(runs) else following
-            snapshots = snapshots[:kept]
+        # Each run is rendered only once the page has room for it so far: a page of one
+        # large run renders two, not `limit`.
+        snapshots: list[dict[str, Any]] = []
+        budget = limits.PAGE_MAX_BYTES - _PAGE_WRAPPER_BYTES
+        for run in runs:
+            doc = render.snapshot(run)
+            budget -= len(encode(doc)) + 1
+            if snapshots and budget < 0:
+                following = run
+                break
+            snapshots.append(doc)
         return _json_response(200, render.run_list(
             snapshots, None if following is None else _run_cursor(following)))
 
