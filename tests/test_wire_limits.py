@@ -291,3 +291,37 @@ def test_a_page_is_what_the_event_by_event_rule_gives(pads: list[int], slack: in
         patch.setattr(limits, "PAGE_MAX_BYTES", _PAGE_WRAPPER_BYTES + max(whole + slack, 0))
         pending = [e for e in run.events if e.sequence > after]
         assert _page(run, after, limit) == _page_by_event(pending, limit)
+
+
+def _amplifier(host: SimHost, response_bytes: int, tasks: int, trials: int) -> Any:
+    """A source whose one call was served a suite fixture of `response_bytes`, then an eval
+    run of `tasks` x `trials` that replays it in every task."""
+    call = {"call": COUNTER, "args": {"op": "read", "key": "amp"}}
+    source = suite(f"amp-src-{response_bytes}")
+    source["tasks"][0]["input"]["script"] = [call, {"decide": "done"}]
+    source["tasks"][0]["fixtures"] = {"toolResponses": [
+        {"tool": COUNTER, "args": call["args"], "response": "A" * response_bytes}],
+        "onMiss": "live"}
+    assert register(host, source).status == 201
+    made = host.request("POST", "/runs", api_key=KEY_A, json={
+        "mode": "eval", "evalSuiteRef": source["suiteId"], "agentId": RECORDER})
+    assert made.status == 201, made.body
+    replay = suite(f"amp-{response_bytes}-{tasks}-{trials}", tasks=tasks, trials=trials)
+    for task in replay["tasks"]:
+        task["input"]["script"] = [call, {"decide": "done"}]
+    assert register(host, replay).status == 201
+    return host.request("POST", "/runs", api_key=KEY_A, json={
+        "mode": "eval", "evalSuiteRef": replay["suiteId"], "agentId": RECORDER,
+        "fixtureRuns": {t["taskId"]: made.json["runId"] for t in replay["tasks"]}})
+
+
+def test_a_run_that_would_serve_too_much_is_refused_before_it_is_created() -> None:
+    """900 kB served in 50 tasks x 4 trials would be a 180 MB event stream."""
+    host = SimHost(seed=0)
+    before = len(host.request("GET", "/runs?limit=100", api_key=KEY_A).json["runs"])
+    r = _amplifier(host, 900_000, tasks=50, trials=4)
+    assert r.status == 400 and r.json["error"] == "validation_error"
+    assert f"the limit is {limits.MAX_RUN_SERVED_BYTES}" in r.json["message"]
+    assert len(host.request("GET", "/runs?limit=100", api_key=KEY_A).json["runs"]) == before + 1
+    fits = _amplifier(host, 100_000, tasks=40, trials=4)  # 16 MB: under the cap
+    assert fits.status == 201, fits.body

@@ -35,7 +35,14 @@ from refsim.domain.refusals import (
     validation,
 )
 from refsim.domain.runs import EvalRecord, Event, HeldCall, RunRecord
-from refsim.domain.suites import Suite, SuiteCatalogue, Task, golden_match
+from refsim.domain.suites import (
+    MAX_RUN_SERVED_BYTES,
+    Suite,
+    SuiteCatalogue,
+    Task,
+    golden_match,
+    script_calls,
+)
 from refsim.domain.tools import ToolGateway, ToolResult
 from refsim.domain.values import Erasure
 
@@ -498,6 +505,9 @@ class HostCore:
                 return rules.unusable_source(value, source)
             derived[task_id] = self.components.deriver.derive(self, source, agent_id)
             sources[task_id] = source.run_id
+        too_much = _serves_too_much(suite, derived)
+        if too_much is not None:
+            return too_much
         run = self._new_run(caller, f"eval:{suite.suite_id}", command)
         run.eval = EvalRecord(suite, command.suite_ref, agent_id, modes, fixture_runs,
                               baseline.run_id if baseline else None)
@@ -768,3 +778,24 @@ class HostCore:
         self._emit(run, f"run.{status}", {"status": status})
         run.status = status
         run.completed_at = self.clock.now()
+
+
+def _serves_too_much(suite: Suite, derived: dict[str, tuple[FixtureEntry, ...]]
+                     ) -> Refusal | None:
+    """The run's fixture responses, at most: each task's calls x trials x its largest entry
+    (derived, else the suite's own), refused past MAX_RUN_SERVED_BYTES before anything is
+    minted."""
+    total = 0
+    for task in suite.tasks:
+        entries = derived.get(task.task_id)
+        if entries is None and task.fixtures is not None:
+            entries = task.fixtures.entries
+        calls = script_calls(task.input.get("script") if isinstance(task.input, dict) else None)
+        if not entries or not calls:
+            continue
+        largest = max(len(canonical_or_none(e.response) or "") for e in entries)
+        total += calls * suite.trials * largest
+    if total <= MAX_RUN_SERVED_BYTES:
+        return None
+    return validation(f"this run could serve {total} bytes of fixture responses (calls x "
+                      f"trials x the largest response); the limit is {MAX_RUN_SERVED_BYTES}")

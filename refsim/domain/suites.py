@@ -55,6 +55,25 @@ class Suite:
         return next((t for t in self.tasks if t.task_id == task_id), None)
 
 
+# What one eval run may serve from fixtures at most: calls x trials x the largest entry's
+# response (README "Limits"). A run's events hold every response it served, so this bounds
+# its event stream too (a 900 kB entry served 200 times was a 180 MB stream).
+MAX_RUN_SERVED_BYTES = 16 * 1_048_576
+
+
+def script_calls(script: Any, depth: int = 0) -> int:
+    """The tool calls a script makes when run once, delegates' calls included."""
+    if not isinstance(script, list) or depth > 8:
+        return 0
+    calls = 0
+    for step in script:
+        if isinstance(step, dict) and "call" in step:
+            calls += 1
+        elif isinstance(step, dict) and "delegate" in step:
+            calls += script_calls(step.get("script"), depth + 1)
+    return calls
+
+
 def golden_match(expected: dict[str, Any], decision: Any) -> bool:
     """Golden scoring of a decision against `expected.match`."""
     if expected.get("kind") != "golden":

@@ -6,6 +6,8 @@ accepts costs well under 200 ms of host time (`refsim bench http` prints the fig
 
 from __future__ import annotations
 
+from refsim.domain.suites import MAX_RUN_SERVED_BYTES as MAX_RUN_SERVED_BYTES
+
 MAX_BODY_BYTES = 1_048_576  # larger bodies get 413 payload_too_large
 MAX_HEADER_BYTES = 16_384  # request line plus headers; more gets 400
 MAX_JSON_DEPTH = 64
@@ -27,3 +29,5 @@ MAX_TRIALS = 20  # as eval-suite.schema.json says
 MAX_RUN_TASK_TRIALS = 200  # tasks x trials in one eval run
 MAX_RUN_CALLS = 500  # tool calls one eval run can make: sum over tasks of calls x trials
 MAX_RUN_SCRIPT_BYTES = 2_097_152  # trials x the bytes of every task's input, fixtures, expected
+# An eval run's fixture responses, at most: calls x trials x each task's largest entry
+# (derived from fixtureRuns or the suite's own); the domain refuses the run past it.
