@@ -1046,16 +1046,18 @@ def test_no_entries_on_wire_fails_an_entry_inside_a_string_or_a_header() -> None
 
 
 
-@pytest.mark.parametrize("pack", ["hex", "zlib-base64", "gzip-base64", "urlsafe"])
+@pytest.mark.parametrize("pack", ["hex", "zlib-base64", "gzip-base64", "urlsafe", "percent"])
 def test_no_entries_on_wire_fails_entries_packed_in_a_header(pack: str) -> None:
     import base64
     import gzip
     import json as _json
     import zlib
+    from urllib.parse import quote
     raw = _json.dumps([{"tool": COUNTER, "args": READ[0], "response": READ[1]}]).encode()
     packed = {"hex": raw.hex(), "zlib-base64": base64.b64encode(zlib.compress(raw)).decode(),
               "gzip-base64": base64.b64encode(gzip.compress(raw)).decode(),
-              "urlsafe": base64.urlsafe_b64encode(raw).decode()}[pack]
+              "urlsafe": base64.urlsafe_b64encode(raw).decode(),
+              "percent": quote(raw.decode(), safe="")}[pack]
     header = resp(200, {"runId": SOURCE_ID}, {"X-Fixtures": packed})
     assert failed(judges.no_entries_on_wire(REQ, [("header", header)], _CALLS, _CALLS))
     plain = resp(200, {"runId": SOURCE_ID}, {"X-Fixtures": raw.hex()[:40]})

@@ -980,12 +980,17 @@ _HEX_RE = re.compile(r"^(?:[0-9a-fA-F]{2}){8,}$")
 
 
 def _unpack_text(text: str) -> Any:
-    """What a string carries, where it is a document in disguise: JSON text, or JSON in
-    base64 (either alphabet) or hex, plain or compressed (zlib, gzip); None otherwise.
+    """What a string carries, where it is a document in disguise: JSON text, percent-encoded
+    or not, or JSON in base64 (either alphabet) or hex, plain or compressed (zlib, gzip);
+    None otherwise.
     Bounded: a decompressed text is read to at most a megabyte."""
     found = _json_text(text)
     if found is not None:
         return found
+    if "%" in text:  # percent-encoded (a header value, a query): the document beneath
+        decoded = unquote(text)
+        if decoded != text:
+            return _unpack_text(decoded)
     packed: bytes | None = None
     if _HEX_RE.match(text):
         packed = bytes.fromhex(text)

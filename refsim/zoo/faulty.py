@@ -14,7 +14,7 @@ import weakref
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import attrs
 
@@ -1462,6 +1462,9 @@ ZOO: tuple[Mutant, ...] = (
            _loose_matcher(_without_nulls)),
     Mutant("entries-in-hex-header", "§D: derived entries are never on the wire (here hex in "
            "a header)", edge=_entries_packed(lambda b: b.hex())),
+    Mutant("entries-percent-encoded-in-header", "§D: derived entries are never on the wire "
+           "(here percent-encoded JSON in a header)",
+           edge=_entries_packed(lambda b: quote(b.decode(), safe=""))),
     Mutant("entries-compressed-in-header", "§D: derived entries are never on the wire (here "
            "zlib, then base64, in a header)",
            edge=_entries_packed(lambda b: base64.b64encode(zlib.compress(b)).decode())),
