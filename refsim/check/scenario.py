@@ -394,6 +394,14 @@ class _Legs:
         singles = [("tenant B's run", foreign.run_id), *forms]
         first = [r_foreign] + [a.create(body(value)) for _, value in forms]
         out.append(alike(req, _asks(a, singles, body), first, noise))
+        # Whatever the negotiable headers say (a language, a media type), the two refusals
+        # read alike: a host may answer in French, for both.
+        for variant in REQUEST_VARIANTS:
+            said = ", ".join(f"{k}: {v}" for k, v in variant.items())
+            pair = [(f"tenant B's run ({said})", foreign.run_id),
+                    (f"an unknown id ({said})", unknown_value)]
+            asks = _asks(a, pair, body, variant)
+            out.append(alike(req, asks, [ask() for _, ask in asks], noise))
         out += _b_rules_paired(req, a, own, foreign.run_id, other, noise,
                                a.surface.lists(LIVE_SHADOW_SUITE))
         return out
@@ -538,11 +546,13 @@ def _lookalike(opaque: str, rng: random.Random) -> str:
     return "".join(like(c) for c in opaque)
 
 
-def _asks(a: Session, cases: list[tuple[str, str]], body: Callable[[str], Any]
-          ) -> list[tuple[str, Callable[[], Response]]]:
-    """Each labelled value as a request that can be made again."""
+def _asks(a: Session, cases: list[tuple[str, str]], body: Callable[[str], Any],
+          headers: dict[str, str] | None = None) -> list[tuple[str, Callable[[], Response]]]:
+    """Each labelled value as a request that can be made again (with `headers`)."""
     def ask(value: str) -> Callable[[], Response]:
-        return lambda: a.create(body(value))
+        if headers is None:
+            return lambda: a.create(body(value))
+        return lambda: a.request("POST", "/runs", body(value), headers)
     return [(label, ask(value)) for label, value in cases]
 
 

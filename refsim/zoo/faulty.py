@@ -1229,6 +1229,20 @@ def _on_foreign_asks(act: Callable[[Response, int], Response]) -> Edge:
     return edge
 
 
+def _localised_for_foreign(host: SimHost, method: str, target: str, headers: dict[str, str],
+                           body: bytes | None, response: Response) -> Response:
+    """Asked in another language (Accept-Language), the refusal of another tenant's run is
+    worded in it (the run store's own message, translated); any other refusal, and every
+    refusal asked without the header, reads as the reference host's."""
+    if (method != "POST" or target != "/runs" or not _is_unusable(response)
+            or not any(k.lower() == "accept-language" for k in headers)
+            or _names_foreign_run(host, headers, body) is None):
+        return response
+    doc = dict(response.json)
+    doc["message"] = "fixtureRuns nomme une exécution source inutilisable"
+    return attrs.evolve(response, json=doc, text=None)
+
+
 def _with_header(response: Response, name: str, value: str) -> Response:
     return attrs.evolve(response, headers={**response.headers, name: value})
 
@@ -1462,6 +1476,9 @@ ZOO: tuple[Mutant, ...] = (
            _loose_matcher(_without_nulls)),
     Mutant("entries-in-hex-header", "§D: derived entries are never on the wire (here hex in "
            "a header)", edge=_entries_packed(lambda b: b.hex())),
+    Mutant("localised-for-foreign", "§C/Security: another tenant's run is refused as no run "
+           "is, whatever the request's negotiable headers (here another message for it "
+           "when Accept-Language is sent)", edge=_localised_for_foreign),
     Mutant("entries-percent-encoded-in-header", "§D: derived entries are never on the wire "
            "(here percent-encoded JSON in a header)",
            edge=_entries_packed(lambda b: quote(b.decode(), safe=""))),
