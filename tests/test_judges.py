@@ -633,6 +633,18 @@ def test_no_echo_fails_on_the_id_packed_in_base64_or_hex(pack: str, start: int) 
     assert not found.ok and "echoes the supplied id" in found.message
 
 
+@pytest.mark.parametrize("disguise", ["upper", "reversed"])
+def test_no_echo_fails_on_the_id_upper_cased_or_reversed(disguise: str) -> None:
+    """After a salt, in a header: an upper-cased or reversed id is still the id."""
+    shown = {"upper": SOURCE_ID.upper(), "reversed": SOURCE_ID[::-1]}[disguise]
+    found = judges.no_echo(REQ, resp(400, REFUSAL, {"X-Trace": "9f3ab2c1." + shown}),
+                           [SOURCE_ID], "header")
+    assert not found.ok and "echoes the supplied id" in found.message
+    # Text every refusal carries (the control shows it too) is no echo, read either way.
+    control = resp(400, REFUSAL, {"X-Trace": "9f3ab2c1." + shown})
+    assert judges.no_echo(REQ, control, [SOURCE_ID], "header", [control]).ok
+
+
 def test_no_echo_passes_on_packed_text_without_the_id() -> None:
     import base64
     other = base64.b64encode(f"source={FOREIGN_ID}".encode()).decode()

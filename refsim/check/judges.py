@@ -83,6 +83,7 @@ def _id_windows(supplied: str) -> frozenset[str]:
     (remembered, bounded). A base64 form's last characters depend on what follows the id,
     so those of its windows that end within two characters of its end are left out."""
     plain = {w for form in id_forms(supplied) for w in _windows(form)}
+    plain |= {w.lower() for w in plain}  # met in the case-folded decoding
     packed = {form[i:i + ECHO_WINDOW] for form in encoded_forms(supplied)
               for i in range(max(0, len(form) - ECHO_WINDOW - 2) + 1)}
     return frozenset(plain | packed)
@@ -99,7 +100,9 @@ def _joinable(supplied: str) -> bool:
 
 
 def _decodings(text: str) -> list[str]:
-    """The text as sent, and as a reader would decode it: %XX, ~XX and JSON escapes undone."""
+    """The text as sent, and as a reader would decode it: %XX, ~XX and JSON escapes undone;
+    and read case-folded and backwards (an id upper-cased or reversed is still the id).
+    Text every refusal carries is set aside by the controls, read the same ways."""
     out = [text, unquote(text)]
     try:
         out.append(unproject(text))
@@ -107,6 +110,7 @@ def _decodings(text: str) -> list[str]:
         out.append(re.sub(r"~([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text))
     out.append(re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
                .replace("\\/", "/"))
+    out += [out[1].lower(), out[1][::-1]]
     return out
 
 

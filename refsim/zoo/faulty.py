@@ -1243,6 +1243,24 @@ def _localised_for_foreign(host: SimHost, method: str, target: str, headers: dic
     return attrs.evolve(response, json=doc, text=None)
 
 
+def _echo_disguised(disguise: Callable[[str], str]) -> Edge:
+    """Every unusable-source refusal carries each supplied fixtureRuns value, disguised,
+    after a fresh salt, in an X-Trace header of fixed length."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if method != "POST" or target != "/runs" or not _is_unusable(response):
+            return response
+        _, doc = _caller_and_body(host, headers, body)
+        runs = doc.get("fixtureRuns") if isinstance(doc, dict) else None
+        values = [v for v in runs.values() if isinstance(v, str)] if isinstance(runs,
+                                                                               dict) else []
+        if not values:
+            return response
+        trace = (uuid.uuid4().hex[:8] + "." + ".".join(disguise(v) for v in values))
+        return _with_header(response, "X-Trace", trace[:96].ljust(96, "0"))
+    return edge
+
+
 def _with_header(response: Response, name: str, value: str) -> Response:
     return attrs.evolve(response, headers={**response.headers, name: value})
 
@@ -1357,6 +1375,10 @@ ZOO: tuple[Mutant, ...] = (
            "another member name of GET /runs/{id})", edge=_derived_in_snapshot),
     Mutant("partial-echo", "§C: the refusal MUST NOT echo the supplied id, not even most of "
            "it", _swap(rules=_PartialEcho)),
+    Mutant("echo-upper-cased", "§C: the refusal MUST NOT echo the supplied id (here "
+           "upper-cased, after a salt, in a header)", edge=_echo_disguised(str.upper)),
+    Mutant("echo-reversed", "§C: the refusal MUST NOT echo the supplied id (here reversed, "
+           "after a salt, in a header)", edge=_echo_disguised(lambda v: v[::-1])),
     # -- broken parts the tests once kept to themselves
     Mutant("leaks-entries-in-eval-started", "§D: derived entries are never on the wire",
            _swap(echo=_LeaksEntries), wire=_wire_echo),
