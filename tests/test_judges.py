@@ -1412,3 +1412,20 @@ def test_leg_passed_passes() -> None:
 def test_leg_passed_fails() -> None:
     assert failed(judges.leg_passed(REQ, "openwop.requirement.0252.shape", "executed-fail",
                                     False))
+
+
+def test_summary_reread_alike_passes_the_same_report_in_another_form() -> None:
+    first = {"passed": False, "tasks": [{"taskId": "a", "fixtureMissCount": 1, "passed": False,
+                                         "score": 0}]}
+    again = {"tasks": [{"score": 0.0, "passed": False, "fixtureMissCount": 1.0,
+                        "taskId": "a"}], "passed": False}
+    assert judges.summary_reread_alike(REQ, first, again).ok
+
+
+def test_summary_reread_alike_fails_a_miss_forgotten_on_the_second_read() -> None:
+    first = {"passed": False, "tasks": [{"taskId": "a", "fixtureMissCount": 1, "passed": False,
+                                         "score": 0}]}
+    again = {"passed": False, "tasks": [{"taskId": "a", "fixtureMissCount": 0, "passed": False,
+                                         "score": 0}]}
+    found = judges.summary_reread_alike(REQ, first, again)
+    assert not found.ok and "read again reports otherwise" in found.message

@@ -284,6 +284,16 @@ def _alike_on_the_stream(ctx: Context, obs: Observed, tenant: str) -> list[Findi
     return [] if stream is None else [judges.eval_events_alike(ctx.req, obs.events, stream)]
 
 
+def _alike_read_again(ctx: Context, obs: Observed, tenant: str) -> list[Finding]:
+    """The run's EvalSummary, read a second time, reports what the first read did. Once
+    per run, as the stream is."""
+    if obs.run_id is None or obs.summary_reread or obs.summary is None:
+        return []
+    obs.summary_reread = True
+    again = ctx.session(tenant).summary(obs.run_id)
+    return [judges.summary_reread_alike(ctx.req, obs.summary, again)]
+
+
 class OutcomesEqualSource(Expectation):
     name, form = "outcomes_equal_source", "RUN | [RUN]"
     doc = ("each agent.tool-returned of the agent equals the source's (several sources: "
@@ -319,7 +329,7 @@ class FixtureMissCount(Expectation):
         if pairs is None:
             return [fail(ctx.req, f"{label}: the run has no EvalSummary with tasks")]
         return [*(f for task, want in pairs for f in self.per_task(ctx.req, obs, task, want)),
-                *_alike_on_the_stream(ctx, obs, tenant)]
+                *_alike_on_the_stream(ctx, obs, tenant), *_alike_read_again(ctx, obs, tenant)]
 
     def per_task(self, req: str, obs: Observed, task: str, want: Any) -> list[Finding]:
         return judges.miss_count(req, obs.events, obs.summary, task, want)

@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote
 from refsim import schemas
 from refsim.check.findings import Finding, check, fail, ok
 from refsim.check.observe import eval_suite_facet as eval_suite_facet
-from refsim.domain.canonical import canonical, integral
+from refsim.domain.canonical import canonical, canonical_or_none, integral
 from refsim.domain.ids import ProjectionError, parse_bound, project, unproject
 from refsim.wire.errors import is_registered
 from refsim.wire.response import Response
@@ -736,6 +736,31 @@ def _summary_task(summary: Any, task_id: str) -> Mapping[str, Any] | None:
     if not isinstance(tasks, list):
         return None
     return next((t for t in tasks if isinstance(t, dict) and t.get("taskId") == task_id), None)
+
+
+_SCORED_MEMBERS = ("fixtureMissCount", "passed", "score")
+
+
+def summary_reread_alike(req: str, first: Any, again: Any) -> Finding:
+    """The EvalSummary is a recorded fact: read again, each task reports the same
+    fixtureMissCount, passed and score (3.0 and 3 alike), and the run the same passed."""
+    def scored(summary: Any) -> Any:
+        if not isinstance(summary, dict) or not isinstance(summary.get("tasks"), list):
+            return None
+        tasks = sorted((canonical_or_none([t.get("taskId"), *(t.get(m) for m in
+                                                            _SCORED_MEMBERS)]) or "")
+                       for t in summary["tasks"] if isinstance(t, dict))
+        return [canonical_or_none(summary.get("passed")), tasks]
+    was, now = scored(first), scored(again)
+    return check(req, was == now, "the EvalSummary read again reports every task as the "
+                 "first read did" if was == now else "the EvalSummary read again reports "
+                 f"otherwise than the first read: {_brief(again)} after {_brief(first)}",
+                 {"first": first, "again": again})
+
+
+def _brief(doc: Any) -> str:
+    text = canonical_or_none(doc) or repr(doc)
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def content_free(req: str, summary: Any, events: Sequence[Mapping[str, Any]]) -> list[Finding]:

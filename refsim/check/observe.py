@@ -307,6 +307,8 @@ class Observed:
     # Whether the run's SSE stream was already judged against its poll (one read per run,
     # however many expectations ask; see expectations._alike_on_the_stream).
     stream_judged: bool = attrs.field(default=False, eq=False, repr=False)
+    # Whether its EvalSummary was read a second time (see expectations._alike_read_again).
+    summary_reread: bool = attrs.field(default=False, eq=False, repr=False)
 
     @property
     def run_id(self) -> str | None:

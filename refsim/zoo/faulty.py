@@ -1261,6 +1261,26 @@ def _echo_disguised(disguise: Callable[[str], str]) -> Edge:
     return edge
 
 
+def _forgets_misses_on_reread() -> Edge:
+    """From its second read on, a run's EvalSummary reports no misses: every task's
+    fixtureMissCount 0 (a cache rebuilt from the scores, without the misses)."""
+    reads: weakref.WeakKeyDictionary[SimHost, dict[str, int]] = weakref.WeakKeyDictionary()
+
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if (method != "GET" or not target.split("?")[0].endswith("/eval-summary")
+                or response.status != 200 or not isinstance(response.json, dict)):
+            return response
+        counts = reads.setdefault(host, {})
+        counts[target] = counts.get(target, 0) + 1
+        tasks = response.json.get("tasks")
+        if counts[target] < 2 or not isinstance(tasks, list):
+            return response
+        forgot = [{**t, "fixtureMissCount": 0} if isinstance(t, dict) else t for t in tasks]
+        return attrs.evolve(response, json={**response.json, "tasks": forgot}, text=None)
+    return edge
+
+
 def _with_header(response: Response, name: str, value: str) -> Response:
     return attrs.evolve(response, headers={**response.headers, name: value})
 
@@ -1498,6 +1518,9 @@ ZOO: tuple[Mutant, ...] = (
            _loose_matcher(_without_nulls)),
     Mutant("entries-in-hex-header", "§D: derived entries are never on the wire (here hex in "
            "a header)", edge=_entries_packed(lambda b: b.hex())),
+    Mutant("forgets-misses-on-reread", "§E: a miss is reported through fixtureMissCount "
+           "(here only the first read of the summary reports it)",
+           edge=_forgets_misses_on_reread()),
     Mutant("localised-for-foreign", "§C/Security: another tenant's run is refused as no run "
            "is, whatever the request's negotiable headers (here another message for it "
            "when Accept-Language is sent)", edge=_localised_for_foreign),
