@@ -173,6 +173,14 @@ class Example:
                     + ")")
         return None
 
+    def wire_claims_beside_the_inside(self) -> bool:
+        """Whether the row, listed apart over HTTP only because its requirement is
+        unwitnessable, also makes claims the wire can witness (besides status and error)."""
+        if self.profile is not None and not self.withholds:
+            return False
+        claims = self.expectation_names - {"status", "error"}
+        return any(EXPECTATIONS[n].observable_outside for n in claims)
+
     def matches(self, prefix: str | None) -> bool:
         """`prefix` is a substring of the short requirement id or of the example id."""
         if not prefix:
@@ -798,13 +806,21 @@ def run_examples(make_host: HostFor, prefix: str | None = None, *,
     for e in chosen:
         if not e.matches(prefix):
             continue
+        missing = sorted({a.tenant for a in e.actions} - set(keys or DEFAULT_TENANTS)
+                         - {a.capture for a in e.actions if a.kind == "add_tenant"})
         if remote:
             why = e.needs_inside()
             if why is not None:
+                # A row whose requirement no outsider can witness may still make claims the
+                # wire shows (a replayed answer, a status): a breach of those is a breach,
+                # named; their holding proves nothing of the requirement, so it stays apart.
+                if not missing and e.wire_claims_beside_the_inside():
+                    row = run_example(e, make_host(None), keys=keys)
+                    if row.disposition is Disposition.EXECUTED_FAIL:
+                        out.append(row)
+                        continue
                 out.append(Row.apart_row(e.requirement_id, SCENARIO, why, check_id=e.id))
                 continue
-        missing = sorted({a.tenant for a in e.actions} - set(keys or DEFAULT_TENANTS)
-                         - {a.capture for a in e.actions if a.kind == "add_tenant"})
         if missing:
             out.append(Row.unjudged(e.requirement_id, SCENARIO, Disposition.BLOCKED,
                                     "no API key for tenant " + ", ".join(missing) +

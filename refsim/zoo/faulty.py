@@ -55,7 +55,7 @@ from refsim.domain.refusals import (
 )
 from refsim.domain.runs import RunRecord
 from refsim.domain.suites import Suite, Task
-from refsim.domain.tools import ToolResult
+from refsim.domain.tools import VAULT, ToolResult, vault_credential
 from refsim.domain.view import HostView
 from refsim.host import Edge, SimHost
 from refsim.wire.commands import create_command
@@ -244,6 +244,18 @@ class _DerivesEgress(Deriver):
                   if r.tenant == source.owner.tenant}
         return tuple(e._replace(response={"answer": e.response, "egress": egress[e.tool]})
                      if e.tool in egress and not e.is_error else e for e in entries)
+
+
+class _CredentialInVaultAnswer(Deriver):
+    """A vault call's derived entry answers with the egress credential beside the recorded
+    answer (`authorization`), as a gateway log merged into the recording would."""
+
+    def derive(self, core: HostView, source: RunRecord, agent_id: str
+               ) -> tuple[FixtureEntry, ...]:
+        secret = "Bearer " + vault_credential(source.owner.tenant)
+        return tuple(e._replace(response={**e.response, "authorization": secret})
+                     if e.tool == VAULT and isinstance(e.response, dict) and not e.is_error
+                     else e for e in super().derive(core, source, agent_id))
 
 
 class ReresolvesOnFork(ForkPolicy):
@@ -1354,6 +1366,9 @@ ZOO: tuple[Mutant, ...] = (
            _swap(deriver=DelegateDeriver)),
     Mutant("derives-egress-credential", "§D/SR-1: credential resolved at egress MUST NOT "
            "enter a derived entry", _swap(deriver=_DerivesEgress)),
+    Mutant("credential-in-vault-answer", "§D/SR-1: credential material MUST NOT enter a "
+           "derived entry (here the vault answer served with the egress credential)",
+           _swap(deriver=_CredentialInVaultAnswer)),
     Mutant("reresolves-on-fork", "§E: a fork of the eval run MUST NOT resolve the source "
            "again", _swap(forks=ReresolvesOnFork), inside_only=REDERIVES),
     Mutant("keeps-copy-after-erasure", "Security: the derived copy is erased with its "
