@@ -502,9 +502,14 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _falsify(args: argparse.Namespace) -> int:
     from refsim.progress import EXIT_INTERRUPTED, Progress, Stopped
-    from refsim.zoo.falsify import CACHE_PATH, compute, load_cache, report, write
+    from refsim.zoo.falsify import CACHE_PATH, compute, load_breaks, load_cache, report, write
     from refsim.zoo.faulty import ZOO
 
+    try:
+        load_breaks()  # the table's host list agrees with the zoo: said before any work
+    except ValueError as exc:
+        print(f"refsim falsify: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     doc = load_cache() if args.cached else None
     stopped: Stopped | None = None
     if doc is None:
