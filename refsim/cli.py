@@ -576,7 +576,8 @@ _FUZZ_REMOTE = ("fuzz a live v2 host over HTTP instead: the machine sends only w
 # Each subcommand's --help: what it does, then examples (`refsim --help` keeps the short
 # line each parser is added with).
 HELP: dict[str, tuple[str, tuple[str, ...]]] = {
-    "check": ("Run the six conformance legs of v2-eval-recorded-fixtures, every row of the "
+    "check": ("Run the six conformance legs of v2-eval-recorded-fixtures (with refsim's "
+              "two stricter uniformity rows and the scenario's own row: 9 rows), every row of the "
               "RFC example table and every invariant, on the built-in reference host or, "
               "with --base-url, on any OpenWOP v2 host. One line per check, then the "
               "totals. Exit 0 when nothing failed or was blocked, 1 when a check failed, 2 "
@@ -586,7 +587,8 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
                "refsim check --base-url http://localhost:8080 --api-key KEY_A "
                "--tenant-b-api-key KEY_B --json report.json")),
     "conformance": ("Run only the six legs of v2-eval-recorded-fixtures (the conformance "
-                    "scenario), with the options and exit codes of `refsim check`.",
+                    "scenario; with refsim's exact-body and latency rows and the scenario's "
+                    "own row, 9 rows), with the options and exit codes of `refsim check`.",
                     ("refsim conformance", "refsim conformance --base-url http://h:8080 "
                      "--api-key KEY_A --tenant-b-api-key KEY_B")),
     "examples": ("Run only the RFC 0252 example table (specs/examples/), with the options "

@@ -1414,7 +1414,8 @@ def test_leg_passed_fails() -> None:
                                     False))
 
 
-def test_summary_reread_alike_passes_the_same_report_in_another_form() -> None:
+def test_summary_reread_alike_passes() -> None:
+    """The same report in another form (member order, 0.0 for 0) is the same report."""
     first = {"passed": False, "tasks": [{"taskId": "a", "fixtureMissCount": 1, "passed": False,
                                          "score": 0}]}
     again = {"tasks": [{"score": 0.0, "passed": False, "fixtureMissCount": 1.0,
