@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import textwrap
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -39,6 +40,8 @@ def _unwritable(path: str) -> str | None:
     """Why `path` cannot be written, or None: checked before a command spends minutes on
     what it would write there. The nearest folder that exists must be a writable folder
     (the writers make the missing ones below it), and the path itself no folder."""
+    if not path.strip():
+        return "the path is empty"
     target = Path(path)
     if target.is_dir():
         return "it is a folder"
@@ -49,6 +52,11 @@ def _unwritable(path: str) -> str | None:
         return f"{folder} is not a folder"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"{folder} is not writable"
+    try:  # what access() allows a file system may still refuse (/proc, a read-only mount)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"{folder} cannot hold a new file ({exc.strerror or exc})"
     return None
 
 
@@ -193,13 +201,28 @@ def _untested(client: HostClient) -> str | None:
 def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | int | None:
     """The HTTP host named by --base-url (or OPENWOP_BASE_URL), with its keys; None for
     the built-in host; an exit code when the options do not make sense."""
+    if args.base_url is not None and not args.base_url.strip():
+        print("refsim: --base-url is empty: give the host's URL, or leave the option out to "
+              "check the built-in host", file=sys.stderr)
+        return EXIT_USAGE
     base_url = args.base_url or os.environ.get("OPENWOP_BASE_URL")
     if not base_url:
+        for option, given in (("--api-key", args.api_key),
+                              ("--tenant-b-api-key", args.tenant_b_api_key)):
+            if given is not None:
+                print(f"refsim: {option} names a key of the host at --base-url; without "
+                      "--base-url the built-in host is checked, with its own keys",
+                      file=sys.stderr)
+                return EXIT_USAGE
         return None  # the HTTP client and uvicorn stay unimported: most of a local check's start-up
     from refsim.wire.httpclient import HttpClient
     if getattr(args, "assume", None):
         print("refsim: --assume reads an open point in the built-in host; it cannot change "
               "a host at --base-url", file=sys.stderr)
+        return EXIT_USAGE
+    if getattr(args, "profile", None) not in (None, "reference"):
+        print("refsim: --profile builds the built-in host another way; it cannot change a "
+              "host at --base-url", file=sys.stderr)
         return EXIT_USAGE
     api_key = args.api_key or os.environ.get("OPENWOP_API_KEY")
     if not api_key:
@@ -664,6 +687,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reference simulator and spec checker for OpenWOP RFC 0252.",
         epilog="`refsim COMMAND --help` gives each command's options and examples. Start "
                "with `refsim check` (the main job) or `refsim demo` (the tour).")
+    from refsim._version import __version__
+    parser.add_argument("--version", action="version", version=f"refsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, parts, text in (
             ("check", ("conformance", "examples", "invariants"),

@@ -274,3 +274,25 @@ def test_every_subcommand_has_its_own_description_and_examples_that_parse() -> N
     shown = sub.choices["fuzz"].format_help()
     assert "fuzz a live v2 host" in shown and "check a live v2 host" not in shown
     assert "examples:\n  refsim fuzz" in shown
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["check", "--profile", "no-eval", "--base-url", "http://127.0.0.1:9", "--api-key", "k"],
+     "--profile builds the built-in host"),
+    (["check", "--api-key", "hk_test_acme"], "--api-key names a key of the host at"),
+    (["check", "--tenant-b-api-key", "hk_test_globex"], "--tenant-b-api-key names a key"),
+    (["check", "--base-url", " "], "--base-url is empty"),
+    (["check", "--json", ""], "the path is empty"),
+    (["check", "--assume", "refusal-order=x"], "settles one way only (not assumable)"),
+])
+def test_an_option_that_would_be_ignored_is_refused_in_one_line(
+        argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1, err
+
+
+def test_version_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("refsim ")

@@ -57,8 +57,15 @@ class Assumable:
 
 
 @functools.cache
+def _register() -> dict[str, Any]:
+    doc: dict[str, Any] = yaml_data.load(
+        (paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))
+    return doc
+
+
+@functools.cache
 def assumables() -> dict[str, Assumable]:
-    doc = yaml_data.load((paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))
+    doc = _register()
     out: dict[str, Assumable] = {}
     for row in doc["assumptions"]:
         if not row.get("assumable"):
@@ -92,8 +99,10 @@ def parse(specs: Sequence[str]) -> list[Reading]:
             raise AssumptionError(f"--assume takes NAME=VALUE, got {spec!r}")
         row = known.get(name)
         if row is None:
-            raise AssumptionError(f"unknown assumption {name!r}; assumable: "
-                                  + ", ".join(sorted(known)))
+            listed = {str(r["id"]) for r in _register()["assumptions"]}
+            why = (f"{name!r} is an open point refsim settles one way only (not assumable)"
+                   if name in listed else f"unknown assumption {name!r}")
+            raise AssumptionError(f"{why}; assumable: " + ", ".join(sorted(known)))
         if value == row.default:
             readings.append(Reading(name, value, "the default reading"))
             continue

@@ -662,7 +662,9 @@ def summary_line(result: DiffResult) -> str:
         return f"{name:<48} error: {result.error}"
     if result.difference is not None:
         d = result.difference
-        return (f"{name:<48} difference found in {result.fuzz.steps} step(s): "
+        when = (f"in {result.fuzz.steps} step(s)" if result.fuzz.steps else
+                "before any step (what the machine reads first)")
+        return (f"{name:<48} difference found {when}: "
                 f"{d.method} {d.path.split('?')[0]} ({d.what}: {d.a.status} vs {d.b.status})")
     return f"{name:<48} none found in {result.budget}" + (
         f" (INCONCLUSIVE: {result.inconclusive})" if result.inconclusive else "")
