@@ -152,8 +152,8 @@ def test_contains_scoring_encodes_the_expected_value_once(monkeypatch: pytest.Mo
     """A decision list of n elements costs n + 1 canonical encodings, not 2n (each of which
     was the whole expected value)."""
     from refsim.domain import suites
+    from refsim.domain.canonical import canonical as real
     encoded: list[int] = []
-    real = suites.canonical
 
     def counting(value: Any) -> str:
         encoded.append(1)
