@@ -385,6 +385,10 @@ class HostCore:
     # either (§E).
     resolutions: dict[RunId, int] = attrs.Factory(dict)
     derivations: dict[RunId, int] = attrs.Factory(dict)
+    # The largest fixture response of a source's agent, or of a suite task's fixtures, in
+    # bytes (see `_serves_too_much`), with what it was measured on: measured once, not on
+    # every replay of a 10k-call source.
+    response_bytes: dict[Any, tuple[Any, int]] = attrs.Factory(dict)
 
     def __attrs_post_init__(self) -> None:
         self.minter = IdMinter(self.seed)
@@ -505,7 +509,7 @@ class HostCore:
                 return rules.unusable_source(value, source)
             derived[task_id] = self.components.deriver.derive(self, source, agent_id)
             sources[task_id] = source.run_id
-        too_much = _serves_too_much(suite, derived)
+        too_much = _serves_too_much(self, suite, derived, sources, agent_id)
         if too_much is not None:
             return too_much
         run = self._new_run(caller, f"eval:{suite.suite_id}", command)
@@ -780,21 +784,29 @@ class HostCore:
         run.completed_at = self.clock.now()
 
 
-def _serves_too_much(suite: Suite, derived: dict[str, tuple[FixtureEntry, ...]]
-                     ) -> Refusal | None:
+def _serves_too_much(core: HostCore, suite: Suite,
+                     derived: dict[str, tuple[FixtureEntry, ...]], sources: dict[str, RunId],
+                     agent_id: str) -> Refusal | None:
     """The run's fixture responses, at most: each task's calls x trials x its largest entry
     (derived, else the suite's own), refused past MAX_RUN_SERVED_BYTES before anything is
     minted."""
     total = 0
     for task in suite.tasks:
         entries = derived.get(task.task_id)
-        if entries is None and task.fixtures is not None:
-            entries = task.fixtures.entries
+        key: Any
+        anchor: Any
+        if entries is not None:
+            key, anchor = (sources[task.task_id], agent_id), core.runs[sources[task.task_id]]
+        elif task.fixtures is not None:
+            entries, key, anchor = task.fixtures.entries, id(task.fixtures), task.fixtures
         calls = script_calls(task.input.get("script") if isinstance(task.input, dict) else None)
         if not entries or not calls:
             continue
-        largest = max(len(canonical_or_none(e.response) or "") for e in entries)
-        total += calls * suite.trials * largest
+        known = core.response_bytes.get(key)
+        if known is None or known[0] is not anchor:
+            known = (anchor, max(len(canonical_or_none(e.response) or "") for e in entries))
+            core.response_bytes[key] = known
+        total += calls * suite.trials * known[1]
     if total <= MAX_RUN_SERVED_BYTES:
         return None
     return validation(f"this run could serve {total} bytes of fixture responses (calls x "
