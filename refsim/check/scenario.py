@@ -360,7 +360,7 @@ class _Legs:
             # media type it does not serve, alike for both).
             unknown_value = forms[0][1]
             for variant in REQUEST_VARIANTS:
-                said = ", ".join(f"{k}: {v}" for k, v in variant.items())
+                said = _said(variant)
                 out.append(judges.uniform(req, [
                     (f"tenant B's run ({said})",
                      a.request("POST", "/runs", body(foreign.run_id), variant)),
@@ -397,7 +397,7 @@ class _Legs:
         # Whatever the negotiable headers say (a language, a media type), the two refusals
         # read alike: a host may answer in French, for both.
         for variant in REQUEST_VARIANTS:
-            said = ", ".join(f"{k}: {v}" for k, v in variant.items())
+            said = _said(variant)
             pair = [(f"tenant B's run ({said})", foreign.run_id),
                     (f"an unknown id ({said})", unknown_value)]
             asks = _asks(a, pair, body, variant)
@@ -544,6 +544,11 @@ def _lookalike(opaque: str, rng: random.Random) -> str:
             return rng.choice(pool.upper() if c.isupper() else pool)
         return c
     return "".join(like(c) for c in opaque)
+
+
+def _said(headers: dict[str, str]) -> str:
+    """Request headers as a label names them."""
+    return ", ".join(f"{k}: {v}" for k, v in headers.items())
 
 
 def _asks(a: Session, cases: list[tuple[str, str]], body: Callable[[str], Any],

@@ -76,8 +76,9 @@ def canonical(value: Any) -> str:
 
 
 def _numbers(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
+    if isinstance(value, float):
+        whole = integral(value)
+        return value if whole is None else whole
     if isinstance(value, dict):
         return {k: _numbers(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
