@@ -29,6 +29,7 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     consumes,
     get_state_machine_test,
+    initialize,
     invariant,
     multiple,
     precondition,
@@ -36,7 +37,7 @@ from hypothesis.stateful import (
 )
 
 from refsim import catalog
-from refsim.check import judges
+from refsim.check import classes, judges
 from refsim.check.findings import Finding
 from refsim.check.ids import req_id
 from refsim.check.judges import id_forms
@@ -61,7 +62,7 @@ from refsim.check.observe import KEYS as TENANT_KEYS
 from refsim.domain.agents import CONTENT_FREE, RECORDER, UNHELD
 from refsim.domain.canonical import canonical
 from refsim.domain.ids import RunId, parse_bound
-from refsim.domain.tools import VAULT, vault_credential
+from refsim.domain.tools import COUNTER, VAULT, vault_credential
 from refsim.host import SimHost
 from refsim.testing.model import Entry, Model, ModelRun
 from refsim.testing.strategies import (
@@ -73,9 +74,16 @@ from refsim.testing.strategies import (
     increments,
     suite_script,
 )
-from refsim.wire.client import HostClient
+from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
 
+# The script of every example's first sources: both keys moved, one read twice.
+COUNTER_INIT: tuple[dict[str, Any], ...] = (
+    {"call": COUNTER, "args": {"op": "inc", "key": "k1"}},
+    {"call": COUNTER, "args": {"op": "read", "key": "k1"}},
+    {"call": COUNTER, "args": {"op": "inc", "key": "k2"}},
+    {"call": COUNTER, "args": {"op": "read", "key": "k1"}},
+    {"decide": "ok"})
 # The counters the machine's scripts and the suites it names can move or read.
 WATCHED_KEYS = (*COUNTER_KEYS, "recorded-fixtures", "recorded-fixtures-drift", "alpha", "beta",
                 "canned")
@@ -90,6 +98,55 @@ CRITICAL = (
     "refusal:suite-fixtures", "refusal:without-mode", "refusal:live-shadow", "refusal:empty-map",
     "replay:no-miss", "replay:miss", "fork:ok", "fork:gone",
 )
+
+
+# ----------------------------------------------------------------------------- the classes
+
+def _class_data() -> classes.Classes:
+    return classes.load()
+
+
+def _named(items: list[tuple[str, Any]]) -> st.SearchStrategy[tuple[str, Any]]:
+    return st.sampled_from(items)
+
+
+def _of_patterns(patterns: tuple[str, ...]) -> list[st.SearchStrategy[tuple[str, Any]]]:
+    def labelled(pattern: str) -> st.SearchStrategy[tuple[str, Any]]:
+        return st.tuples(st.just(f"pattern {pattern}"), st.from_regex(pattern, fullmatch=True))
+    return [labelled(p) for p in patterns]
+
+
+def _source_values() -> st.SearchStrategy[tuple[str, Any]]:
+    """source-values' own members: its JSON values, and strings of its patterns."""
+    data = _class_data()
+    drawn = [_named([(f"value {i}", v) for i, v in enumerate(data.values)])]
+    return st.one_of(drawn + _of_patterns(data.value_patterns))
+
+
+def _task_keys() -> st.SearchStrategy[tuple[str, Any]]:
+    data = _class_data()
+    drawn = [_named([(f"value {v!r}", v) for v in data.key_values])]
+    return st.one_of(drawn + _of_patterns(data.key_patterns))
+
+
+# Each class drawn from specs/classes.yaml, read when the machine first draws (a data error
+# is reported by the data check before any command runs, never at import).
+SOURCE_VALUES = st.deferred(_source_values)
+FROM_ID = st.deferred(lambda: st.sampled_from([op.name for op in _class_data().from_id]))
+TASK_KEYS = st.deferred(_task_keys)
+FROM_KEY = st.deferred(lambda: st.sampled_from([op.name for op in _class_data().from_key]))
+ARG_VARIANTS = st.deferred(lambda: st.sampled_from(
+    [op.name for op in _class_data().arg_variants]))
+RECORDED_ARGS = st.deferred(lambda: st.integers(0, len(_class_data().recorded_args)))
+ROUTES = st.deferred(lambda: st.sampled_from([r.name for r in _class_data().routes]))
+SPELLINGS = st.deferred(lambda: st.sampled_from([op.name for op in _class_data().spellings]))
+IDEMPOTENT = st.deferred(lambda: st.sampled_from(
+    [str(m["name"]) for m in _class_data().idempotent]))
+HEADERS = st.deferred(lambda: st.sampled_from([name for name, _ in _class_data().headers]))
+
+
+def _op(ops: tuple[classes.Op, ...], name: str) -> classes.Op:
+    return next(op for op in ops if op.name == name)
 
 
 def note(text: str) -> None:
@@ -276,6 +333,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     # of RFC 0252, so the machine stops using them, as it does an unlisted one.
     broken: ClassVar[set[str]] = set()
     branches: ClassVar[collections.Counter[str]] = collections.Counter()
+    # How many members of each class of specs/classes.yaml the run drew ("class: member").
+    drawn: ClassVar[collections.Counter[str]] = collections.Counter()
     requests_made: ClassVar[int] = 0
     # Over HTTP, every request the run sent (set by `refsim.testing.fuzz.run_machine`).
     http_sent: ClassVar[int] = 0
@@ -311,7 +370,12 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self.registered, self._added = kept.registered, kept.added
         # Per caller: the refusals every unusable source gets, by signature (noise set
         # aside): one, or more that asked again could not be told apart.
-        self.refusals: dict[str, dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
+        self.refusals: dict[tuple[str, str],
+                            dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
+        self._serial = 0
+        # Per caller and §B rule: its refusals by signature (see `refuse_fields`).
+        self.field_refusals: dict[tuple[str, str],
+                                  dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
         self.oracles: list[Finding] = []
         if self.offer.recorded:  # learnt before any step: a replayed example asks what
             self._noise()        # the first did (never fixtureRuns the host did not offer)
@@ -459,6 +523,22 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self.model.runs[run.id] = run
         return run
 
+    # -- every example starts from one usable source of each known tenant
+
+    @initialize(target=runs, rich=RECORDED_ARGS, trials=st.integers(1, 3))
+    def first_source(self, rich: int, trials: int) -> Any:
+        """Before any rule: the facet as discovery shows it (§A), and one completed eval
+        source per tenant, so every rule that names a run has the caller's and another
+        tenant's to name from the first step on."""
+        judged(judges.facet_implies_matching(req_id("0252.facet-implies-matching"),
+                                             self._session(next(iter(self.keys))).discovery()
+                                             .json))
+        if not self.offer.recorded:
+            return multiple()
+        made = [self.record_eval_source(tenant, RECORDER, list(COUNTER_INIT), rich, trials)
+                for tenant in sorted(self.keys)]
+        return multiple(*made)
+
     # -- tenants
 
     @rule(target=tenants, name=st.sampled_from(sorted(TENANTS)))
@@ -508,29 +588,50 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         return lane if self.offer.lane(lane) else RECORDER
 
     @precondition(lambda self: self.offer.recorded)
-    @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=COUNTER_SCRIPTS)
-    def record_eval_source(self, tenant: str, lane: str, script: list[Any]) -> str:
+    @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=COUNTER_SCRIPTS,
+          rich=RECORDED_ARGS, trials=st.integers(1, 3))
+    def record_eval_source(self, tenant: str, lane: str, script: list[Any], rich: int,
+                           trials: int) -> str:
+        """run-states: a completed eval source; with several trials, several invocations
+        of the agent (UQ1: every call of every invocation is derived)."""
         lane = self._lane(lane)
-        suite, _, script, _, _ = self._suite(tenant, script, source=True)
+        script = self._rich(script, rich)
+        suite, _, script, trials, _ = self._suite(tenant, script, source=True, trials=trials)
         self._may_move([tenant], script)
         r = self._session(tenant).create(eval_body(suite, agent_id=lane))
-        return self._recorded_source(tenant, "eval", lane, script, r)
+        if trials > 1:
+            self._count("source:several-invocations")
+        return self._recorded_source(tenant, "eval", lane, script, r, trials)
+
+    def _rich(self, script: list[Any], rich: int) -> list[Any]:
+        """The script with exact-args' `rich`-th recorded argument set beside every counter
+        call's own (0: as drawn), so the variants of exact-args have something to change."""
+        if not rich:
+            return script
+        self._drew("exact-args", f"recorded {rich - 1}")
+        return [{**step, "args": classes.with_recorded(step["args"], rich - 1)}
+                if step.get("call") == COUNTER and isinstance(step.get("args"), dict) else step
+                for step in script]
 
     @precondition(lambda self: self.offer.fixture(AGENT_CALL))
-    @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=ANY_SCRIPTS)
-    def record_workflow_source(self, tenant: str, lane: str, script: list[Any]) -> str:
+    @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=ANY_SCRIPTS,
+          rich=RECORDED_ARGS)
+    def record_workflow_source(self, tenant: str, lane: str, script: list[Any],
+                               rich: int) -> str:
         lane = self._lane(lane)
         script = self.offer.script(script) if type(self).extended else counter_only(script)
+        script = self._rich(script, rich)
         self._may_move([tenant], script)
         r = self._session(tenant).workflow(AGENT_CALL, {"agentId": lane, "script": script})
         return self._recorded_source(tenant, "workflow", lane, script, r)
 
     def _recorded_source(self, tenant: str, kind: str, lane: str, script: list[Any],
-                         r: Response) -> str:
+                         r: Response, trials: int = 1) -> str:
         """Model a live source run the host just created, and count what it holds."""
         run_id = self._created_id(tenant, r, f"a {kind} source run")
         run = self._record(ModelRun(run_id, tenant, kind, lane, True, script=script))
-        self.model.run_live(tenant, lane, script, run.calls, run.invoked)
+        for _ in range(trials):
+            self.model.run_live(tenant, lane, script, run.calls, run.invoked)
         if self.inside is None or not self._same_names:  # counts the model may not know
             self.model.take_in(tenant, run.calls, self._session(tenant).events(run_id))
             self._settled.add(run_id)
@@ -602,15 +703,42 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             judged(judges.answered(req_id("0252.non-terminal-refused"), r, 409,
                                    "resolving a run that is not waiting"))
 
+    @precondition(lambda self: self.offer.fixture(WAIT_INPUT))
+    @rule(run_id=runs)
+    def cancel(self, run_id: str) -> None:
+        """run-states: a run waiting for input, cancelled by its owner after the agent's
+        calls: terminal, so a usable source for its owner (§C asks only that it is
+        terminal), and refused like no run for anyone else."""
+        run = self.model.runs[run_id]
+        if run.kind != "waiting" or run.terminal or run.deleted:
+            return
+        r = self._checked(run.tenant, self._session(run.tenant).request(
+            "POST", run_path(run_id, "/cancel"), json={}))
+        if r.status in (404, 405, 501):
+            return  # no cancellation here: the run waits on
+        judged(judges.answered(req_id("0252.source-refused"), r, 200,
+                               "cancelling a run that waits for input"))
+        run.terminal = True
+        run.kind = "cancelled"
+        self._settled.discard(run_id)
+        self._count("source:cancelled")
+        self._drew("run-states", "cancelled-after-calls")
+        if self.narrate:
+            note(f"{run.tenant} cancelled {run_id}")
+
     # -- replays
 
     @precondition(lambda self: self.offer.recorded)
     @rule(target=evals, caller=tenants, source_id=runs, lane=st.sampled_from(LANES),
-          variant=st.sampled_from(["same", "drift"]), trials=st.integers(1, 3))
-    def replay(self, caller: str, source_id: str, lane: str, variant: str, trials: int) -> Any:
+          variant=st.sampled_from(["same", "drift"]), trials=st.integers(1, 3),
+          header=HEADERS)
+    def replay(self, caller: str, source_id: str, lane: str, variant: str, trials: int,
+               header: str = "plain", script: list[Any] | None = None,
+               fixed: dict[str, str] | None = None) -> Any:
         lane = self._lane(lane)
         source = self.model.runs[source_id]
-        script = source.script if source.script else [{"decide": "ok"}]
+        if script is None:
+            script = source.script if source.script else [{"decide": "ok"}]
         if variant == "drift":
             script = drift(script)
         suite, task, script, trials, decision = self._suite(
@@ -627,11 +755,19 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             self._session(source.tenant).events(source_id)
             self._settled.add(source_id)
         self._may_move([caller], script)  # the eval run is the caller's, live or not
-        r = self._checked(caller, self._session(caller).create(body))
+        minted = self.inside.run_count() if self.inside is not None else None
+        if fixed is not None:  # the caller's own headers (an Idempotency-Key to reuse)
+            r = self._checked(caller, self._session(caller).request("POST", "/runs", json=body,
+                                                                    headers=fixed))
+        else:
+            r = self._create(caller, body, header)
+        if header != "plain":
+            self._drew("request-headers", header)
         if usable is None:
             kind = self.model.unusable_kind(caller, source_id, lane)
             self._refused_unusable(caller, r, [source_id], kind,
-                                   lambda v: eval_body(suite, {task: v}, agent_id=lane))
+                                   lambda v: eval_body(suite, {task: v}, agent_id=lane),
+                                   header=header, minted=minted)
             return multiple()
         judged(judges.created(req_id("0252.usable-source-accepted"), r,
                               f"{caller} replaying usable source {source_id} on lane {lane}"))
@@ -669,20 +805,41 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.offer.recorded)
     @rule(target=evals, source_id=runs, variant=st.sampled_from(["same", "drift"]),
-          trials=st.integers(1, 3))
-    def replay_own(self, source_id: str, variant: str, trials: int) -> Any:
+          trials=st.integers(1, 3), header=HEADERS)
+    def replay_own(self, source_id: str, variant: str, trials: int, header: str) -> Any:
         """The owner replays its own source on the source's lane: most often usable."""
         source = self.model.runs[source_id]
-        return self.replay(source.tenant, source_id, source.agent or RECORDER, variant, trials)
+        return self.replay(source.tenant, source_id, source.agent or RECORDER, variant, trials,
+                           header)
 
     @precondition(lambda self: self.offer.recorded)
-    @rule(target=evals, source_id=runs, caller=tenants)
-    def replay_as_another_tenant(self, source_id: str, caller: str) -> Any:
+    @rule(target=evals, source_id=runs, caller=tenants, header=HEADERS)
+    def replay_as_another_tenant(self, source_id: str, caller: str, header: str) -> Any:
         """Tenant isolation: another tenant names this source on the source's own lane."""
         source = self.model.runs[source_id]
         if caller == source.tenant:
             return multiple()
-        return self.replay(caller, source_id, source.agent or RECORDER, "same", 1)
+        return self.replay(caller, source_id, source.agent or RECORDER, "same", 1, header)
+
+    @precondition(lambda self: self.offer.recorded)
+    @rule(target=evals, source_id=runs, how=ARG_VARIANTS, which=st.integers(0, 7))
+    def replay_varied(self, source_id: str, how: str, which: int) -> Any:
+        """exact-args: the owner replays its source with one call's arguments changed by a
+        variant exact matching tells apart: that call misses."""
+        source = self.model.runs[source_id]
+        script = source.script or []
+        calls = [i for i, step in enumerate(script)
+                 if step.get("call") == COUNTER and isinstance(step.get("args"), dict)]
+        if not calls:
+            return multiple()
+        index = calls[which % len(calls)]
+        varied = classes.vary(_op(_class_data().arg_variants, how), script[index]["args"])
+        if varied is None:
+            return multiple()
+        self._drew("exact-args", how)
+        changed = [*script[:index], {**script[index], "args": varied}, *script[index + 1:]]
+        return self.replay(source.tenant, source_id, source.agent or RECORDER, "same", 1,
+                           script=changed)
 
     @precondition(lambda self: self._seam(SEAM_ERASE) and self.offer.forks)
     @rule(eval_id=consumes(evals), mode=st.sampled_from(["replay", "branch"]))
@@ -720,6 +877,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                         run.expected_misses))
         judged(judges.scored_passed(req_id("0252.fail-closed-miss"), events, task,
                                     run.expected_passed))
+        self._judge_wire(run, events, session)
         if run.agent is not None and judges.outcomes_on_wire(events, run.agent):
             returned = [e.get("payload") or {} for e in events
                         if e.get("type") == "agent.tool-returned"]
@@ -729,6 +887,44 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             judged(judges.same_as(req_id("0252.source-replayed"), got, want,
                                   "the answers served are the recorded ones"))
 
+    def _judge_wire(self, run: ModelRun, events: list[dict[str, Any]],
+                    session: Session) -> None:
+        """What every channel shows of an eval run, read as a client reads it: the SSE
+        stream tells what the poll told (the echo, the misses), the summary read twice
+        reports the same, and no answer about the run (snapshot, poll, stream, summary)
+        carries a derived entry, by key or by content (§D: never on the wire)."""
+        tasks = list(run.fixture_runs or {}) or ["t"]
+        stream = session.stream(run.id)
+        if stream is not None:
+            judged(judges.echo(req_id("0252.echo-verbatim"), stream, run.fixture_runs or {}))
+            for task in tasks[:1]:
+                judged(judges.scored_miss_count(req_id("0252.fail-closed-miss"), stream, task,
+                                                run.expected_misses))
+        first, again = session.summary(run.id), session.summary(run.id)
+        if first is not None:
+            judged(judges.summary_reread_alike(req_id("0252.miss-count-reported"), first,
+                                               again))
+            for finding in judges.miss_count(req_id("0252.miss-count-reported"), events,
+                                             first, tasks[0], run.expected_misses):
+                judged(finding)
+        documents: list[tuple[str, Any]] = []
+        for what, suffix in (("its snapshot", ""), ("its events, polled",
+                                                    "/events/poll?afterSequence=-1"),
+                             ("its events, streamed", "/events"),
+                             ("its EvalSummary", "/eval-summary")):
+            r = self._checked(run.tenant, session.request("GET", run_path(run.id, suffix)))
+            judged(judges.no_derived_entries(req_id("0252.derived-never-on-wire"),
+                                             r.body.decode("utf-8", "replace"), what))
+            documents.append((what, r))
+        recorded = [(c.args, c.error if c.failed else c.outcome)
+                    for source_id in (run.fixture_runs or {}).values()
+                    for c in self.model.runs[source_id].calls if c.agent == run.agent]
+        made = [(c.args, c.error if c.failed else c.outcome) for c in run.calls]
+        if recorded:
+            for finding in judges.no_entries_on_wire(req_id("0252.derived-never-on-wire"),
+                                                     documents, recorded, made):
+                judged(finding)
+
     def _noise(self) -> frozenset[str]:
         """What varies between answers to one and the same request on this host (learnt
         once per machine class: a request id, a trace header)."""
@@ -737,81 +933,330 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             cls.noise = noise_of_host(self._session(next(iter(self.keys))))
         return cls.noise
 
-    def _refused_unusable(self, caller: str, r: Response, supplied: list[str], kind: str,
-                          body: Callable[[str], Any]) -> None:
+    def _headers(self, member: str) -> dict[str, str] | None:
+        """The headers of a request-headers member, a fresh value where it asks for one."""
+        if member == "plain":
+            return None
+        (headers,) = [h for name, h in _class_data().headers if name == member]
+        return classes.headers_for(headers, lambda: f"refsim-machine-{self._fresh()}")
+
+    def _fresh(self) -> str:
+        self._serial += 1
+        return f"{type(self).examples_run}-{self._serial}"
+
+    def _create(self, caller: str, body: Any, header: str = "plain") -> Response:
+        headers = self._headers(header)
+        session = self._session(caller)
+        if headers is None:
+            return self._checked(caller, session.create(body))
+        return self._checked(caller, session.request("POST", "/runs", json=body,
+                                                     headers=headers))
+
+    def _refused_unusable(self, caller: str, r: Response, supplied: list[Any], kind: str,
+                          body: Callable[[Any], Any], *, header: str = "plain",
+                          exact: bool = True, minted: int | None = None) -> None:
+        """An unusable source's refusal: 400 validation_error, no echo of any string
+        supplied, nothing minted (in process), and, for a value a run id could be
+        (`exact`), every client-visible part alike with every other kind of unusable
+        source this caller was refused under the same request headers."""
         judged(judges.refused_as(req_id("0252.source-refused"), r,
                                  f"an unusable source ({kind})"))
+        texts = [v for v in supplied if isinstance(v, str) and v]
         controls: list[Response] = []
-        if judges.echo_windows(r, supplied):  # text every refusal carries is no echo
-            session = self._session(caller)
-            controls = [session.create(body(judges.control_value(v))) for v in supplied]
-        unechoed = judges.no_echo(req_id("0252.no-echo"), r, supplied, f"the refusal ({kind})",
+        if texts and judges.echo_windows(r, texts):  # text every refusal carries is no echo
+            controls = [self._create(caller, body(judges.control_value(v)), header)
+                        for v in texts]
+        unechoed = judges.no_echo(req_id("0252.no-echo"), r, texts, f"the refusal ({kind})",
                                   controls)
         judged(unechoed)
+        if minted is not None and self.inside is not None:
+            judged(judges.nothing_minted(req_id("0252.source-refused"), r,
+                                         f"the refusal ({kind})", minted,
+                                         self.inside.run_count()))
+        self._count("refusal:" + kind)
+        if header != "plain":
+            self._count("refusal-header:" + header)
+        if not exact:
+            return
         # Alike means all a client sees but what varies on every answer (noise): one
-        # refusal per caller, whatever made the source unusable. A refusal that reads
-        # differently on first sight is asked for again, beside the first one, before the
-        # difference counts (a header with a few values at random is noise, too).
-        seen = self.refusals.setdefault(caller, {})
+        # refusal per caller and request headers, whatever made the source unusable. A
+        # refusal that reads differently on first sight is asked for again, beside one of
+        # every other kind seen, before the difference counts (a header with a few values
+        # at random is noise, too).
+        seen = self.refusals.setdefault((caller, header), {})
         signature = judges.signature(r, self._noise())
-        session = self._session(caller)
 
         def ask() -> Response:
-            return session.create(body(supplied[0]))
+            return self._create(caller, body(supplied[0]), header)
         if signature not in seen and seen:
-            first_kind, first_ask, first = next(iter(seen.values()))
-            found = alike(req_id("0252.source-uniform-body"),
-                          [(first_kind, first_ask), (kind, ask)], [first, r], self._noise())
-            if not found.ok:
-                self.oracles.append(found)
-            judged(attrs.evolve(found, message=f"unusable-source refusals to {caller} differ "
-                                f"({first_kind}, {kind}): {found.message}"))
+            kinds: dict[str, tuple[str, Callable[[], Response], Response]] = {}
+            for entry in seen.values():
+                kinds.setdefault(entry[0], entry)
+            others = [e for k, e in kinds.items() if k != kind] or list(kinds.values())[:1]
+            for first_kind, first_ask, first in others[:3]:
+                found = alike(req_id("0252.source-uniform-body"),
+                              [(first_kind, first_ask), (kind, ask)], [first, r],
+                              self._noise())
+                if not found.ok:
+                    self.oracles.append(found)
+                judged(attrs.evolve(found, message=f"unusable-source refusals to {caller} "
+                                    f"differ ({first_kind}, {kind}; headers: {header}): "
+                                    f"{found.message}"))
         seen.setdefault(signature, (kind, ask, r))
-        self._count("refusal:" + kind)
+
+    def _drew(self, cls: str, member: str) -> None:
+        type(self).drawn[f"{cls}: {member}"] += 1
+
+    def _refuse_value(self, caller: str, value: Any, kind: str, header: str) -> None:
+        """Name `value` as the source: a value that names no usable source is refused as
+        every unusable source is (one that happens to be a run's id is replayed)."""
+        suite, task, script, _, _ = self._suite(caller, [{"decide": "ok"}], source=False)
+        if isinstance(value, str) and value in self.model.runs:
+            return  # a member that is a run's id after all: not this class
+        self._may_move([caller], script)
+        minted = self.inside.run_count() if self.inside is not None else None
+        r = self._create(caller, eval_body(suite, {task: value}), header)
+        exact = _class_data().id_like(value)
+        supplied = [value] if isinstance(value, str) else [
+            v for v in (value if isinstance(value, list) else
+                        value.values() if isinstance(value, dict) else ())
+            if isinstance(v, str)]
+        self._refused_unusable(caller, r, supplied, kind, lambda v: eval_body(suite, {task: v}),
+                               header=header, exact=exact, minted=minted)
 
     @precondition(lambda self: self.offer.recorded)
-    @rule(caller=tenants, how=st.sampled_from(["unknown", "undecodable"]),
-          junk=st.sampled_from(["not an id", "acme/short", "x/run-000000000000000000", "~2F"]))
-    def refuse_unknown(self, caller: str, how: str, junk: str) -> None:
-        value = f"{caller}/run-unknown000000000000" if how == "unknown" else junk
-        suite, task, script, _, _ = self._suite(caller, [{"decide": "ok"}], source=False)
-        self._may_move([caller], script)
-        r = self._checked(caller, self._session(caller).create(eval_body(suite, {task: value})))
-        self._refused_unusable(caller, r, [value], how if how == "undecodable" else "unknown",
-                               lambda v: eval_body(suite, {task: v}))
+    @rule(caller=tenants, member=SOURCE_VALUES, header=HEADERS)
+    def refuse_value(self, caller: str, member: tuple[str, Any], header: str) -> None:
+        """source-values: any JSON value that is no run's id, of every type and pattern."""
+        name, value = member
+        self._drew("source-values", name)
+        self._drew("request-headers", header)
+        kind = "unknown" if _class_data().id_like(value) else "undecodable"
+        self._refuse_value(caller, value, kind, header)
+
+    @precondition(lambda self: self.offer.recorded)
+    @rule(run_id=runs, hows=st.lists(FROM_ID, min_size=1, max_size=4, unique=True),
+          header=HEADERS, caller=st.one_of(st.none(), tenants))
+    def refuse_derived(self, run_id: str, hows: list[str], header: str,
+                       caller: str | None) -> None:
+        """source-values: an id the caller has seen (its own, unless another tenant is
+        drawn), turned into ones that name no run."""
+        owner = caller or self.model.runs[run_id].tenant
+        for how in hows:
+            value = classes.derive(_op(_class_data().from_id, how), run_id)
+            if value is None:
+                continue
+            self._drew("source-values", how)
+            self._drew("request-headers", header)
+            self._refuse_value(owner, value, "near-id", header)
+
+    @precondition(lambda self: self.offer.recorded)
+    @rule(first=runs, second=runs, at=st.integers(0, 64))
+    def refuse_spliced(self, first: str, second: str, at: int) -> None:
+        """source-values: two seen ids of different tenants spliced, asked by the tenant
+        of the head: another tenant's parts next to the caller's."""
+        if self.model.runs[first].tenant == self.model.runs[second].tenant:
+            return
+        caller = self.model.runs[first].tenant
+        for op in _class_data().from_two_ids:
+            value = classes.derive(op, first, second, at)
+            if value is not None:
+                self._drew("source-values", op.name)
+                self._refuse_value(caller, value, "spliced", "plain")
+
+    @precondition(lambda self: self.offer.recorded)
+    @rule(caller=tenants, times=st.integers(1, 12))
+    def ask_again(self, caller: str, times: int) -> None:
+        """A refusal asked for again, many times: the same answer each time (a host that
+        counts the asks, or caches, must not show it)."""
+        groups = self.refusals.get((caller, "plain"))
+        if not groups:
+            return
+        kinds: dict[str, tuple[str, Callable[[], Response], Response]] = {}
+        for entry in groups.values():
+            kinds.setdefault(entry[0], entry)
+        for kind, ask, first in list(kinds.values()):
+            if kind == "unknown" and len(kinds) > 1:
+                continue  # asked again beside the others below
+            for _ in range(times):
+                again = ask()
+                judged(judges.refused_as(req_id("0252.source-refused"), again,
+                                         f"an unusable source ({kind}), asked again"))
+                if judges.signature(again, self._noise()) != judges.signature(
+                        first, self._noise()):
+                    anchor = next((e for k, e in kinds.items() if k != kind), None)
+                    pairs = [(kind, ask), (anchor[0], anchor[1])] if anchor else [(kind, ask)]
+                    firsts = [again, anchor[2]] if anchor else [again]
+                    if anchor is not None:
+                        found = alike(req_id("0252.source-uniform-body"), pairs, firsts,
+                                      self._noise())
+                        judged(attrs.evolve(found, message=f"asked again, the refusal of "
+                                            f"{kind} now differs from {anchor[0]}'s: "
+                                            f"{found.message}"))
+            self._count("refusal:asked-again")
 
     @precondition(lambda self: self.offer.recorded)
     @rule(caller=tenants, source_id=runs,
           kind=st.sampled_from(["key-not-task", "suite-fixtures", "without-mode", "live-shadow",
-                                "empty-map"]))
-    def refuse_fields(self, caller: str, source_id: str, kind: str) -> None:
+                                "empty-map"]),
+          how=st.one_of(st.none(), FROM_ID), key=st.one_of(TASK_KEYS, FROM_KEY))
+    def refuse_fields(self, caller: str, source_id: str, kind: str, how: str | None,
+                      key: tuple[str, Any] | str) -> None:
+        """§B: each request rule refused with 400 validation_error, whatever source it
+        names (a run of any tenant or an id near one: a §B refusal must not tell them
+        apart), and for a key, any key that is not a taskId (task-keys)."""
         needs = {"suite-fixtures": SUITE_FIXTURES_SUITE, "without-mode": NOOP,
                  "live-shadow": TWO_TASKS_SUITE, "empty-map": TWO_TASKS_SUITE}
         if kind in needs and not self.offer.fixture(needs[kind]):
             return  # the host does not list the fixture this refusal names
+        value: Any = source_id
+        if how is not None:
+            value = classes.derive(_op(_class_data().from_id, how), source_id) or source_id
         if kind == "key-not-task":
-            suite, _, script, _, _ = self._suite(caller, [{"decide": "ok"}], source=False)
+            suite, task, script, _, _ = self._suite(caller, [{"decide": "ok"}], source=False)
             self._may_move([caller], script)
-            body = eval_body(suite, {"nope": source_id})
+            if isinstance(key, tuple):
+                name, bad = key
+            else:
+                name, bad = key, classes.derive(_op(_class_data().from_key, key), task)
+            if not isinstance(bad, str) or bad == task:
+                return
+            self._drew("task-keys", name)
+
+            def body_of(v: Any) -> Any:
+                return eval_body(suite, {bad: v})
         elif kind == "live-shadow":
             # Through evalModes where the host takes it (RFC 0251), else the suite's modes.
             modes: dict[str, Any] = ({"evalModes": ["golden", "live-shadow"]}
                 if self.offer.surface.advertises("baselineSelection") else {})
-            body = eval_body(TWO_TASKS_SUITE, {"alpha": source_id}, **modes)
+
+            def body_of(v: Any) -> Any:
+                return eval_body(TWO_TASKS_SUITE, {"alpha": v}, **modes)
         else:
-            body = {"suite-fixtures": eval_body(SUITE_FIXTURES_SUITE, {"canned": source_id}),
-                    "without-mode": {"workflowId": NOOP, "fixtureRuns": {"t": source_id}},
-                    "empty-map": eval_body(TWO_TASKS_SUITE, {})}[kind]
+            def body_of(v: Any) -> Any:
+                return {"suite-fixtures": eval_body(SUITE_FIXTURES_SUITE, {"canned": v}),
+                        "without-mode": {"workflowId": NOOP, "fixtureRuns": {"t": v}},
+                        "empty-map": eval_body(TWO_TASKS_SUITE, {})}[kind]
         if kind in needs:  # a host that ran the refused suite anyway moved its counters
             self._may_move([caller, self.model.runs[source_id].tenant],
                            suite_script(needs[kind]))
-        r = self._checked(caller, self._session(caller).create(body))
+        r = self._create(caller, body_of(value))
         requirement = {"live-shadow": req_id("0252.live-shadow-refused"),
                        "empty-map": req_id("0252.empty-map-refused"),
                        "suite-fixtures": req_id("0252.suite-fixtures-refused"),
                        }.get(kind, req_id("0252.fields-refused"))
         judged(judges.refused_as(requirement, r, kind))
         self._count("refusal:" + kind)
+        if kind == "empty-map":
+            return
+        # One §B refusal whatever the source it names: the first one for this caller and
+        # rule is the anchor; one that reads otherwise is asked again beside it.
+        named = self._source_kind(caller, value)
+        groups = self.field_refusals.setdefault((caller, kind), {})
+        signature = judges.signature(r, self._noise())
+        if signature not in groups and groups:
+            first_named, first_ask, first = next(iter(groups.values()))
+            found = alike(req_id("0252.source-uniform-body"),
+                          [(f"{kind} naming {first_named}", first_ask),
+                           (f"{kind} naming {named}", lambda: self._create(caller,
+                                                                           body_of(value)))],
+                          [first, r], self._noise())
+            if not found.ok:
+                self.oracles.append(found)
+            judged(found)
+        groups.setdefault(signature, (named, lambda: self._create(caller, body_of(value)), r))
+
+    def _source_kind(self, caller: str, value: Any) -> str:
+        run = self.model.runs.get(value) if isinstance(value, str) else None
+        if run is None:
+            return "an id of no run"
+        return "the caller's run" if run.tenant == caller else "another tenant's run"
+
+    # -- other tenants on the owner's routes (owner-routes)
+
+    @precondition(lambda self: self.offer.recorded and len(self.keys) > 1)
+    @rule(run_id=st.one_of(evals, runs), caller=tenants, route=ROUTES, spelling=SPELLINGS)
+    def foreign_route(self, run_id: str, caller: str, route: str, spelling: str) -> None:
+        """owner-routes: another tenant asks a route that carries the run's owner, under a
+        spelling of its id: refused with a registered code, nothing of the run in the
+        answer (and the run as it was: a later step that reads it would tell)."""
+        run = self.model.runs[run_id]
+        if caller == run.tenant or run.deleted:
+            return
+        data = _class_data()
+        (chosen,) = [r for r in data.routes if r.name == route]
+        if chosen.needs == "replay" and not self.offer.forks:
+            return
+        if chosen.needs == "seam:erase" and not self._seam(SEAM_ERASE):
+            return
+        path = classes.spelt(chosen, run_id, _op(data.spellings, spelling))
+        self._drew("owner-routes", f"{route} ({spelling})")
+        body = chosen.body if chosen.body is not None else NO_BODY
+        r = self._checked(caller, self._session(caller).request(chosen.method, path, json=body))
+        what = f"{caller} asks {run.tenant}'s run {run_id}: {route}, the id {spelling}"
+        for finding in judges.refused_registered(req_id("0252.tenant-isolation"), r, what):
+            judged(finding)
+        content = [v for c in run.calls for v in (c.args, c.outcome, c.error)
+                   if isinstance(v, dict | list) and v]
+        judged(judges.nothing_of_run(req_id("0252.tenant-isolation"), r, run_id, content, what))
+        self._count("owner-route:" + route)
+
+    @precondition(lambda self: self.offer.recorded)
+    @rule(target=evals, source_id=runs, other=runs, how=IDEMPOTENT, caller=tenants)
+    def idempotent_create(self, source_id: str, other: str, how: str, caller: str) -> Any:
+        """owner-routes: a create under the owner's Idempotency-Key, asked again by another
+        tenant with the owner's body, or by the owner with another source: never answered
+        with the owner's run (a host may refuse the key's reuse, or judge the body as new)."""
+        source = self.model.runs[source_id]
+        owner = source.tenant
+        spec = next(m for m in _class_data().idempotent if m["name"] == how)
+        lane = source.agent or RECORDER
+        if self.model.usable(owner, source_id, lane) is None:
+            return multiple()
+        suite, task, script, _, _ = self._suite(owner, source.script or [{"decide": "ok"}],
+                                                source=False)
+        key = {"Idempotency-Key": f"refsim-machine-{self._fresh()}"}
+        body = eval_body(suite, {task: source_id}, agent_id=lane)
+        self._drew("owner-routes", how)
+        # The first create is a replay like any other: judged and modelled as one.
+        run_id = self.replay(owner, source_id, lane, "same", 1, fixed=key)
+        if not isinstance(run_id, str):
+            return multiple()
+        if spec["who"] == "another-tenant":
+            if caller == owner:
+                return run_id
+            self._suite(caller, source.script or [{"decide": "ok"}], source=False)
+            self._may_move([caller], script)
+            again = self._checked(caller, self._session(caller).request(
+                "POST", "/runs", json=body, headers=key))
+            self._refused_unusable(caller, again, [source_id], "foreign",
+                                   lambda v: eval_body(suite, {task: v}, agent_id=lane),
+                                   header="idempotency-key")
+        else:
+            value: Any = other if spec["body"] == "other-source" else None
+            if value is not None and (value == source_id
+                                      or self.model.usable(owner, value, lane) is not None):
+                return run_id  # a usable other source may rightly run: not this case
+            changed = (eval_body(suite, {task: value}, agent_id=lane) if value is not None
+                       else eval_body(suite, agent_id=lane))
+            self._may_move([owner], script)
+            again = self._checked(owner, self._session(owner).request(
+                "POST", "/runs", json=changed, headers=key))
+            same_run = (isinstance(again.json, dict) and again.json.get("runId") == run_id)
+            answered = f"with the first run {run_id}" if same_run else "apart"
+            judged(judges.done(req_id("0252.source-refused"), not same_run,
+                               f"the owner's Idempotency-Key with another body ({how}) is "
+                               f"answered {answered}"))
+            if value is None and again.status == 201 and isinstance(again.json, dict):
+                new = self._record(ModelRun(str(again.json["runId"]), owner, "eval", lane, True,
+                                            script=script))
+                self.model.run_live(owner, lane, script, new.calls, new.invoked)
+            elif value is not None:
+                judged(judges.refused_registered_any(
+                    req_id("0252.source-refused"), again,
+                    f"the owner's Idempotency-Key with an unusable source ({how})"))
+        self._count("idempotent:" + how)
+        return run_id
 
     # -- erasure and forks
 
@@ -1003,7 +1448,8 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
     return type(name, (RecordedFixturesMachine,), {
         "client_factory": staticmethod(factory), "extended": extended,
         "tenant_keys": dict(keys or TENANTS), "offered": None, "noise": None, "broken": set(),
-        "branches": collections.Counter(), "requests_made": 0, "http_sent": 0, "steps_taken": 0,
+        "branches": collections.Counter(), "drawn": collections.Counter(), "requests_made": 0,
+        "http_sent": 0, "steps_taken": 0,
         "examples_run": 0, "kept": None})
 
 
