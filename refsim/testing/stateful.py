@@ -62,7 +62,7 @@ from refsim.check.observe import KEYS as TENANT_KEYS
 from refsim.domain.agents import CONTENT_FREE, RECORDER, UNHELD
 from refsim.domain.canonical import canonical
 from refsim.domain.ids import RunId, parse_bound
-from refsim.domain.tools import COUNTER, VAULT, vault_credential
+from refsim.domain.tools import COUNTER, FLAKY, VAULT, vault_credential
 from refsim.host import SimHost
 from refsim.testing.model import Entry, Model, ModelRun
 from refsim.testing.strategies import (
@@ -138,11 +138,17 @@ FROM_KEY = st.deferred(lambda: st.sampled_from([op.name for op in _class_data().
 ARG_VARIANTS = st.deferred(lambda: st.sampled_from(
     [op.name for op in _class_data().arg_variants]))
 RECORDED_ARGS = st.deferred(lambda: st.integers(0, len(_class_data().recorded_args)))
+RUN_STATES = st.deferred(lambda: st.sampled_from([m.name for m in _class_data().run_states]))
 ROUTES = st.deferred(lambda: st.sampled_from([r.name for r in _class_data().routes]))
 SPELLINGS = st.deferred(lambda: st.sampled_from([op.name for op in _class_data().spellings]))
 IDEMPOTENT = st.deferred(lambda: st.sampled_from(
     [str(m["name"]) for m in _class_data().idempotent]))
 HEADERS = st.deferred(lambda: st.sampled_from([name for name, _ in _class_data().headers]))
+
+
+def _str(made: Any) -> str:
+    """A run id a recording rule returned (they return one always, typed as any rule)."""
+    return str(made)
 
 
 def _op(ops: tuple[classes.Op, ...], name: str) -> classes.Op:
@@ -357,6 +363,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         cls = type(self)
         if cls.offered is None:
             cls.offered = Offered(surface_of(self.client))
+            self.offer = cls.offered
+            self._probe_seams()
         self.offer = cls.offered
         unheld = self.inside.unheld_agents() if self.inside else frozenset({UNHELD})
         self.model = Model(fixture_errors=self.offer.surface.advertises("fixtureErrors"),
@@ -400,6 +408,37 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self._memory = kept
         for tenant in self.keys:
             self._take_in_counters(tenant)
+
+    def _probe_seams(self) -> None:
+        """Which listed seams answer as a seam does, asked once before any example draws
+        (a seam found broken half-way through a run would change which rules the next
+        examples may draw, and Hypothesis replays choices across examples): a malformed
+        suite or tenant is refused 400 by a seam that is there; a finished run that never
+        invoked the agent is erased (200) and is not resolved (409) by one."""
+        cls = type(self)
+        session = Session(self.client, next(iter(self.keys.values())))
+
+        def gone(name: str, r: Response) -> None:
+            if r.status in (404, 405, 501):
+                cls.broken.add(name)
+        if self.offer.seam(SEAM_SUITES):
+            gone(SEAM_SUITES, session.request("POST", "/conformance/seams/eval-suites",
+                                              json={"suite": {}}))
+        if self.offer.seam(SEAM_TENANTS):
+            gone(SEAM_TENANTS, session.request("POST", "/conformance/seams/tenants", json={}))
+        if not (self.offer.seam(SEAM_ERASE) or self.offer.seam(SEAM_RESOLVE)) or not (
+                self.offer.fixture(NOOP)):
+            return
+        made = session.workflow(NOOP)
+        if made.status != 201 or not isinstance(made.json, dict):
+            return
+        run_id = str(made.json.get("runId"))
+        session.events(run_id)
+        if self.offer.seam(SEAM_RESOLVE):
+            gone(SEAM_RESOLVE, session.request(
+                "POST", "/conformance/seams" + run_path(run_id, ":resolve")))
+        if self.offer.seam(SEAM_ERASE):
+            gone(SEAM_ERASE, session.erase(run_id))
 
     def _take_in_counters(self, tenant: str) -> None:
         """A host that outlives one example (over HTTP) has live state already: take it in
@@ -490,29 +529,37 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             task["fixtures"] = {"toolResponses": [], "onMiss": "live"}
         digest = hashlib.sha256(canonical([script, source, trials]).encode()).hexdigest()[:12]
         suite_id = f"refsim.machine.evals.{'src' if source else 'rep'}-{digest}"
-        if (tenant, suite_id) not in self.registered:
-            doc = {"suiteId": suite_id, "version": "1.0.0", "modes": ["golden"], "trials": trials,
-                   "tasks": [task]}
-            inside = self.inside if self._same_names else None
-            if (inside is not None and inside.tenant_of(self.keys[tenant]) is not None
-                    and not inside.rewrites_answers()):
-                # In process the suite is registered where the seam registers it, as the
-                # counters are read where the seam reads them: the seam's own checks are
-                # not what the machine judges, and would cost a fifth of a step.
-                judged(judges.suite_taken(req_id("0252.usable-source-accepted"),
-                                          inside.register_suite(self.keys[tenant], doc),
-                                          suite_id))
-            else:
-                r = self.client.request("POST", "/conformance/seams/eval-suites",
-                                        api_key=self.keys[tenant], json={"suite": doc})
-                if r.status in (404, 405, 501):  # listed, but no seam answers there
-                    self._broke(SEAM_SUITES, r)
-                    return self._suite(tenant, script, source=source, trials=trials,
-                                       drift=drift)
-                judged(judges.created(req_id("0252.usable-source-accepted"), r,
-                                      "the suite seam, given a suite"))
-            self.registered.add((tenant, suite_id))
+        doc = {"suiteId": suite_id, "version": "1.0.0", "modes": ["golden"], "trials": trials,
+               "tasks": [task]}
+        if not self._register(tenant, doc):
+            return self._suite(tenant, script, source=source, trials=trials, drift=drift)
         return suite_id, "t", script, trials, "ok"
+
+    def _register(self, tenant: str, doc: dict[str, Any]) -> bool:
+        """`doc` registered for `tenant` through the suite seam (once per host); False when
+        the seam turned out not to answer (then it is not used again)."""
+        suite_id = doc["suiteId"]
+        if (tenant, suite_id) in self.registered:
+            return True
+        inside = self.inside if self._same_names else None
+        if (inside is not None and inside.tenant_of(self.keys[tenant]) is not None
+                and not inside.rewrites_answers()):
+            # In process the suite is registered where the seam registers it, as the
+            # counters are read where the seam reads them: the seam's own checks are
+            # not what the machine judges, and would cost a fifth of a step.
+            judged(judges.suite_taken(req_id("0252.usable-source-accepted"),
+                                      inside.register_suite(self.keys[tenant], doc),
+                                      suite_id))
+        else:
+            r = self.client.request("POST", "/conformance/seams/eval-suites",
+                                    api_key=self.keys[tenant], json={"suite": doc})
+            if r.status in (404, 405, 501):  # listed, but no seam answers there
+                self._broke(SEAM_SUITES, r)
+                return False
+            judged(judges.created(req_id("0252.usable-source-accepted"), r,
+                                  "the suite seam, given a suite"))
+        self.registered.add((tenant, suite_id))
+        return True
 
     def _created_id(self, tenant: str, r: Response, what: str) -> str:
         self._checked(tenant, r)
@@ -725,6 +772,59 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self._drew("run-states", "cancelled-after-calls")
         if self.narrate:
             note(f"{run.tenant} cancelled {run_id}")
+
+    @precondition(lambda self: self.offer.recorded)
+    @rule(target=runs, state=RUN_STATES, foreign=st.booleans(), script=COUNTER_SCRIPTS,
+          header=HEADERS)
+    def name_state(self, state: str, foreign: bool, script: list[Any], header: str) -> Any:
+        """run-states: a run of a state and kind §C tells apart, made by its owner, then
+        named by its owner or by another tenant: taken exactly when §C calls it usable."""
+        (member,) = [m for m in _class_data().run_states if m.name == state]
+        owner = sorted(self.keys)[0] if not foreign else sorted(self.keys)[-1]
+        caller = sorted(self.keys)[0]
+        run_id = self._made(member.recipe, owner, script)
+        if run_id is None:
+            return multiple()
+        self._drew("run-states", f"{state} ({'another-tenant' if foreign else 'caller'})")
+        run = self.model.runs[run_id]
+        if not foreign and member.usable is not False and run.terminal:
+            self._count("state:" + member.recipe)
+        self.replay(caller, run_id, run.agent or RECORDER, "same", 1, header)
+        return run_id
+
+    def _made(self, recipe: str, owner: str, script: list[Any]) -> str | None:
+        """A run of `recipe` (specs/classes.yaml, run-states) made by `owner`, or None
+        where the host does not list what it takes."""
+        def fixture(name: str) -> bool:
+            return self.offer.fixture(name)
+        if recipe in ("eval", "trials", "erased", "eval-of-eval"):
+            run_id = _str(self.record_eval_source(owner, RECORDER, script, 0,
+                                             3 if recipe == "trials" else 1))
+            if recipe == "erased":
+                if not self._seam(SEAM_ERASE):
+                    return None
+                self.erase(run_id)
+            if recipe == "eval-of-eval":
+                made = self.replay(owner, run_id, RECORDER, "same", 1)
+                return made if isinstance(made, str) else None
+            return run_id
+        if recipe == "workflow" and fixture(AGENT_CALL):
+            return _str(self.record_workflow_source(owner, RECORDER, script, 0))
+        if recipe == "unheld" and fixture(AGENT_CALL) and self.offer.lane(UNHELD):
+            return _str(self.record_workflow_source(owner, UNHELD, script, 0))
+        if recipe == "failed-call" and fixture(AGENT_CALL) and self.offer.lane(FLAKY):
+            return _str(self.record_workflow_source(
+                owner, RECORDER, [{"call": FLAKY, "args": {"mode": "error"}}, *script], 0))
+        if recipe in ("waiting", "cancelled", "resolved") and fixture(WAIT_INPUT):
+            run_id = _str(self.record_waiting_run(owner, script))
+            if recipe == "cancelled":
+                self.cancel(run_id)
+            elif recipe == "resolved" and self._seam(SEAM_RESOLVE):
+                self.resolve(run_id)
+            return run_id
+        if recipe == "noop" and fixture(NOOP):
+            return _str(self.record_noop_run(owner))
+        return None
 
     # -- replays
 
@@ -1152,7 +1252,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         # One §B refusal whatever the source it names: the first one for this caller and
         # rule is the anchor; one that reads otherwise is asked again beside it.
         named = self._source_kind(caller, value)
-        groups = self.field_refusals.setdefault((caller, kind), {})
+        # All else held equal: a refusal may name the bad key, so each key is its own group.
+        held = kind if kind != "key-not-task" else f"{kind} {bad!r}"
+        groups = self.field_refusals.setdefault((caller, held), {})
         signature = judges.signature(r, self._noise())
         if signature not in groups and groups:
             first_named, first_ask, first = next(iter(groups.values()))
@@ -1172,6 +1274,103 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             return "an id of no run"
         return "the caller's run" if run.tenant == caller else "another tenant's run"
 
+    # -- maps of several keys
+
+    @precondition(lambda self: self.offer.recorded and self._seam(SEAM_SUITES))
+    @rule(first=runs, second=runs,
+          shape=st.sampled_from(["both", "one-named", "near-key", "conflict"]),
+          reverse=st.booleans(), key=st.one_of(TASK_KEYS, FROM_KEY))
+    def replay_map(self, first: str, second: str, shape: str, reverse: bool,
+                   key: tuple[str, Any] | str) -> None:
+        """§B with a map of two keys, in either order, from the first source's owner: both
+        tasks named (each from its own source: any unusable one refuses the whole request,
+        as every unusable source is refused), one named and the other live, a second key
+        that is no taskId (task-keys), or a second task with suite fixtures. Every key and
+        every source is judged, not the first alone; and only a named task is served."""
+        caller = self.model.runs[first].tenant
+        lane = RECORDER
+        script_a = list(self.model.runs[first].script or [{"decide": "ok"}])
+        script_b = (list(self.model.runs[second].script or [{"decide": "ok"}])
+                    if shape != "one-named" else
+                    [{"call": COUNTER, "args": {"op": "inc", "key": "k2"}}, {"decide": "ok"}])
+        expected = {"kind": "golden", "match": {"strategy": "exact", "value": "ok"}}
+        task_b: dict[str, Any] = {"taskId": "beta", "input": {"script": script_b},
+                                  "expected": expected}
+        if shape == "conflict":
+            task_b["fixtures"] = {"toolResponses": [], "onMiss": "live"}
+        tasks = [{"taskId": "alpha", "input": {"script": script_a}, "expected": expected},
+                 task_b]
+        digest = hashlib.sha256(canonical(tasks).encode()).hexdigest()[:12]
+        suite_id = f"refsim.machine.evals.map-{digest}"
+        doc = {"suiteId": suite_id, "version": "1.0.0",
+               "modes": ["golden"], "trials": 1, "tasks": tasks}
+        if not self._register(caller, doc):
+            return
+        second_key: Any = "beta"
+        if shape == "near-key":
+            if isinstance(key, tuple):
+                name, second_key = key
+            else:
+                name, second_key = key, classes.derive(_op(_class_data().from_key, key), "beta")
+            if not isinstance(second_key, str) or second_key in ("alpha", "beta"):
+                return
+            self._drew("task-keys", name)
+        pairs: list[tuple[str, str]] = [("alpha", first)]
+        if shape != "one-named":
+            pairs.append((second_key, second))
+        if reverse:
+            pairs.reverse()
+        named = dict(pairs)
+
+        def body_of(replace: str | None = None, value: Any = None) -> Any:
+            return eval_body(suite_id, {k: (value if k == replace else v)
+                                              for k, v in named.items()}, agent_id=lane)
+        self._may_move([caller], script_a + script_b)
+        self._may_move([self.model.runs[second].tenant], script_b)
+        minted = self.inside.run_count() if self.inside is not None else None
+        r = self._create(caller, body_of())
+        self._count("map:" + shape)
+        if shape in ("near-key", "conflict"):
+            requirement = req_id("0252.fields-refused" if shape == "near-key"
+                                 else "0252.suite-fixtures-refused")
+            judged(judges.refused_as(requirement, r, f"a map of two keys ({shape}, "
+                                     f"{'second' if not reverse else 'first'} key at fault)"))
+            return
+        unusable = [(k, v) for k, v in named.items()
+                    if self.model.usable(caller, v, lane) is None]
+        if unusable:
+            bad_key, bad_id = unusable[0]
+            self._refused_unusable(caller, r, [bad_id],
+                                   self.model.unusable_kind(caller, bad_id, lane),
+                                   lambda v: body_of(bad_key, v), minted=minted)
+            return
+        judged(judges.created(req_id("0252.usable-source-accepted"), r,
+                              f"a map of two usable sources ({shape})"))
+        run_id = str(r.json["runId"])
+        derived = {k: self.model.derive(self.model.usable(caller, v, lane) or
+                                        self.model.runs[v], lane) for k, v in named.items()}
+        run = self._record(ModelRun(run_id, caller, "eval-map", lane, True, fixture_runs=named,
+                                    derived=derived, script=script_a,
+                                    content_from=set(named.values())))
+        misses: dict[str, int] = {}
+        for task_id, script in (("alpha", script_a), ("beta", script_b)):
+            if task_id in named:
+                misses[task_id], _, _ = self.model.run_replay(lane, script, derived[task_id], 1,
+                                                              run.calls, run.invoked)
+            else:
+                self.model.run_live(caller, lane, script, run.calls, run.invoked)
+                misses[task_id] = 0
+        events = self._session(caller).events(run_id)
+        self._settled.add(run_id)
+        judged(judges.echo(req_id("0252.echo-verbatim"), events, named))
+        for task_id, count in misses.items():
+            if task_id not in named:
+                continue  # a task without fixtures need not report misses at all
+            judged(judges.scored_miss_count(req_id("0252.fail-closed-miss"), events, task_id,
+                                            count))
+        if self.narrate:
+            note(f"{caller} ran {run_id} with {named} ({shape}): misses {misses}")
+
     # -- other tenants on the owner's routes (owner-routes)
 
     @precondition(lambda self: self.offer.recorded and len(self.keys) > 1)
@@ -1189,6 +1388,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             return
         if chosen.needs == "seam:erase" and not self._seam(SEAM_ERASE):
             return
+        if run_id not in self._settled:  # as `replay` does: its owner reads it till it settles
+            self._session(run.tenant).events(run_id)
+            self._settled.add(run_id)
         path = classes.spelt(chosen, run_id, _op(data.spellings, spelling))
         self._drew("owner-routes", f"{route} ({spelling})")
         body = chosen.body if chosen.body is not None else NO_BODY
