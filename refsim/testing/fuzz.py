@@ -63,6 +63,9 @@ class FuzzResult:
     narrative: tuple[str, ...]
     machine: type[RecordedFixturesMachine]
     interrupted: bool = False  # Ctrl-C stopped the run (`stoppable`): passed so far
+    # The explicit program (refsim.testing.programs) that failed, where one did: it is
+    # shown as written, never shrunk.
+    program_name: str | None = None
 
     @property
     def steps(self) -> int:
@@ -190,13 +193,14 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
                 keys: dict[str, str] | None = None, shrink: bool = True,
                 database: ExampleDatabase | str | Path | None = None,
                 replay_only: bool = False, phases: Sequence[Phase] | None = None,
-                stoppable: bool = False) -> FuzzResult:
+                stoppable: bool = False, programs: bool = True) -> FuzzResult:
     """Run the machine once. `shrink=False` reports a failure as found (no shrink phase);
     `database` keeps failures there and replays them first (Hypothesis keys them by the
     machine class's source: the same in every process and run, and for every host, so give
     each target its own `LabelledDatabase`, as `FuzzTarget.database` does);
     `replay_only` runs only what the database holds; `phases`, when given, overrides the
-    phases `shrink` and `replay_only` choose. `stoppable`: Ctrl-C ends the run with what it
+    phases `shrink` and `replay_only` choose; `programs` runs the explicit programs first
+    (with the generate phase only). `stoppable`: Ctrl-C ends the run with what it
     found so far (`interrupted`), instead of raising KeyboardInterrupt."""
     machine = machine_for(factory, extended=extended, keys=keys)
     if phases is None:
@@ -211,9 +215,29 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
     from refsim.wire.httpclient import HttpClient
     sent = HttpClient.sent
     try:
+        if programs and Phase.generate in phases:
+            failed = run_programs(machine)
+            if failed is not None:
+                return failed
         return _run_test(test, machine, stoppable)
     finally:
         machine.http_sent = HttpClient.sent - sent
+
+
+def run_programs(machine: type[RecordedFixturesMachine]) -> FuzzResult | None:
+    """The explicit programs, before anything random: the class sweep of specs/classes.yaml
+    (`refsim.testing.programs`). Counted in `machine.programs_run`; the first breach is the
+    run's counterexample, shown as written."""
+    from refsim.testing.programs import run_program, sweep
+    for program in sweep(sorted(machine.tenant_keys)):
+        result = run_program(machine, program)
+        machine.programs_run[program.name] += 1
+        if not result.passed:
+            return FuzzResult(False, result.requirement_id, result.message, result.lines,
+                              (f"the explicit program {program.name!r} of the class sweep "
+                               f"(specs/classes.yaml), step {result.steps_run}",), machine,
+                              program_name=program.name)
+    return None
 
 
 def _run_test(test: Callable[[], None], machine: type[RecordedFixturesMachine],
@@ -384,6 +408,9 @@ def shrink_for_display(factory: Callable[[], HostClient], found: FuzzResult,
     nothing."""
     if found.passed or budget <= 0:
         return Shrunk(found, found, budget)
+    if found.program_name is not None:
+        return Shrunk(found, found, budget, 0.0, True, False,
+                      f"the explicit program {found.program_name!r}, shown as written")
     saved = InMemoryExampleDatabase()
     for key, values in database.data.items():
         for value in values:

@@ -341,6 +341,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     branches: ClassVar[collections.Counter[str]] = collections.Counter()
     # How many members of each class of specs/classes.yaml the run drew ("class: member").
     drawn: ClassVar[collections.Counter[str]] = collections.Counter()
+    # The explicit programs run before anything random (refsim.testing.programs).
+    programs_run: ClassVar[collections.Counter[str]] = collections.Counter()
     requests_made: ClassVar[int] = 0
     # Over HTTP, every request the run sent (set by `refsim.testing.fuzz.run_machine`).
     http_sent: ClassVar[int] = 0
@@ -1650,7 +1652,8 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
     return type(name, (RecordedFixturesMachine,), {
         "client_factory": staticmethod(factory), "extended": extended,
         "tenant_keys": dict(keys or TENANTS), "offered": None, "noise": None, "broken": set(),
-        "branches": collections.Counter(), "drawn": collections.Counter(), "requests_made": 0,
+        "branches": collections.Counter(), "drawn": collections.Counter(),
+        "programs_run": collections.Counter(), "requests_made": 0,
         "http_sent": 0, "steps_taken": 0,
         "examples_run": 0, "kept": None})
 
