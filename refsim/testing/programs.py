@@ -17,9 +17,11 @@ import attrs
 from hypothesis.stateful import MultipleResults
 
 from refsim.check import classes
-from refsim.domain.agents import RECORDER
+from refsim.domain.agents import HELPER, RECORDER
+from refsim.domain.tools import COUNTER, VAULT
 from refsim.testing.stateful import (
     COUNTER_INIT,
+    FIRST_ASKS,
     RecordedFixturesMachine,
     RequirementViolated,
     machine_parts,
@@ -93,6 +95,15 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
     out.append(Program("source-values", tuple(steps)))
 
     steps = _start()
+    shapes = {"delegating": [{"delegate": HELPER, "script": [
+        {"call": COUNTER, "args": {"op": "inc", "key": "k1"}}]},
+        {"call": COUNTER, "args": {"op": "inc", "key": "k2"}}, {"decide": "ok"}],
+        "credentialed": [{"call": VAULT, "args": {"query": "q1"}}, {"decide": "ok"}]}
+    for label, shaped in shapes.items():
+        steps.append(Step("name_state", {"state": "completed-workflow", "foreign": False,
+                                         "script": shaped, "header": "plain"}, (label,)))
+        steps.append(Step("replay_own", {"source_id": Var(label), "variant": "same",
+                                         "trials": 2, "header": "plain"}))
     for index, member in enumerate(data.run_states):
         for foreign in (False, True):
             name = f"s{index}{'f' if foreign else 'o'}"
@@ -149,6 +160,8 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
 
     steps = _start()
     for name, _ in data.headers:
+        steps.append(Step("replay_as_another_tenant", {"source_id": other, "caller": me,
+                                                       "header": name}))
         steps.append(Step("replay_as_another_tenant", {"source_id": own, "caller": them,
                                                        "header": name}))
         steps.append(Step("refuse_derived", {"run_id": own, "hows": ["char-appended"],
@@ -160,6 +173,19 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
                       ("waiting",)))
     steps.append(Step("ask_again", {"caller": me, "times": 12}))
     steps.append(Step("ask_again", {"caller": them, "times": 12}))
+    steps.append(Step("refusals_told_apart", {"caller": me}))
+    # First asks: FIRST_ASKS runs of another tenant and as many ids of no run, each named
+    # once, interleaved.
+    # (each a value not named before: derivations other than the one asked above).
+    id_like = [op.name for op in data.from_id if op.name != "char-appended"
+               and data.id_like(classes.derive(op, "acme/run-0123456789abcdef"))]
+    for index in range(FIRST_ASKS):
+        steps.append(Step("name_state", {"state": "never-invoked-the-agent", "foreign": True,
+                                         "script": script, "header": "plain"}))
+        steps.append(Step("refuse_derived", {
+            "run_id": other if (index // len(id_like)) % 2 else own,
+            "hows": [id_like[index % len(id_like)]], "header": "plain", "caller": me}))
+    steps.append(Step("refusals_told_apart", {"caller": me}))
     out.append(Program("request-headers", tuple(steps)))
     return tuple(out)
 

@@ -14,6 +14,7 @@ import collections
 import contextlib
 import contextvars
 import hashlib
+import random
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, cast
@@ -84,6 +85,10 @@ COUNTER_INIT: tuple[dict[str, Any], ...] = (
     {"call": COUNTER, "args": {"op": "inc", "key": "k2"}},
     {"call": COUNTER, "args": {"op": "read", "key": "k1"}},
     {"decide": "ok"})
+# Refusals asked again per group to tell two kinds apart, and first asks per group needed
+# before their frequencies are compared (as the uniformity rows ask: scenario.py).
+BODY_SAMPLES = 4
+FIRST_ASKS = 12
 # The counters the machine's scripts and the suites it names can move or read.
 WATCHED_KEYS = (*COUNTER_KEYS, "recorded-fixtures", "recorded-fixtures-drift", "alpha", "beta",
                 "canned")
@@ -383,6 +388,13 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self.refusals: dict[tuple[str, str],
                             dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
         self._serial = 0
+        # Values already named once (caller, headers, value), and the first refusal of
+        # each, by caller and group (see `refusals_told_apart`).
+        self._asked: set[tuple[str, str, str]] = set()
+        # The first refusal of each kind of unusable source, by caller and headers.
+        self.kinds_seen: dict[tuple[str, str],
+                              dict[str, tuple[str, Callable[[], Response], Response]]] = {}
+        self.first_asks: dict[str, dict[str, list[Response]]] = {}
         # Per caller and §B rule: its refusals by signature (see `refuse_fields`).
         self.field_refusals: dict[tuple[str, str],
                                   dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
@@ -850,12 +862,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if caller != source.tenant:
             self._count("cross-tenant")
         before = self.inside.resolutions(source_id) if self.inside else 0
-        # A host may answer before a run has finished, and a source still running is
-        # rightly refused (§C): its owner reads it until it settles before it is named
-        # (once: a run read until it settled stays so, until it is resolved).
-        if source_id not in self._settled:
-            self._session(source.tenant).events(source_id)
-            self._settled.add(source_id)
+        self._settle(source_id)
         self._may_move([caller], script)  # the eval run is the caller's, live or not
         minted = self.inside.run_count() if self.inside is not None else None
         if fixed is not None:  # the caller's own headers (an Idempotency-Key to reuse)
@@ -900,6 +907,10 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                   f"calls of {lane}"))
             judged(judges.no_secret_in(req_id("0252.no-egress-credential"), got,
                                        [vault_credential(usable.tenant)], "a derived entry"))
+            stored = [e for _, eval_id, _, e in self.inside.copies() if eval_id == run_id]
+            judged(judges.no_secret_in(req_id("0252.no-egress-credential"), stored,
+                                       [vault_credential(usable.tenant)],
+                                       "a derived entry as the copy store holds it"))
             judged(judges.counter_delta(req_id("0252.fork-no-reresolve"), before,
                                         self.inside.resolutions(source_id), 1,
                                         "resolving the source at create"))
@@ -1087,13 +1098,18 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         # at random is noise, too).
         seen = self.refusals.setdefault((caller, header), {})
         signature = judges.signature(r, self._noise())
+        asked = (caller, header, canonical(supplied[0]))
+        if header == "plain" and asked not in self._asked:  # the first ask of this value
+            self._asked.add(asked)
+            group = "another tenant's run" if kind == "foreign" else (
+                "an id of no run" if kind in ("unknown", "near-id", "spliced") else None)
+            if group is not None:
+                self.first_asks.setdefault(caller, {}).setdefault(group, []).append(r)
 
         def ask() -> Response:
             return self._create(caller, body(supplied[0]), header)
+        kinds = self.kinds_seen.setdefault((caller, header), {})
         if signature not in seen and seen:
-            kinds: dict[str, tuple[str, Callable[[], Response], Response]] = {}
-            for entry in seen.values():
-                kinds.setdefault(entry[0], entry)
             others = [e for k, e in kinds.items() if k != kind] or list(kinds.values())[:1]
             for first_kind, first_ask, first in others[:3]:
                 found = alike(req_id("0252.source-uniform-body"),
@@ -1105,6 +1121,49 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                     f"differ ({first_kind}, {kind}; headers: {header}): "
                                     f"{found.message}"))
         seen.setdefault(signature, (kind, ask, r))
+        kinds.setdefault(kind, (kind, ask, r))
+
+    @precondition(lambda self: self.offer.recorded)
+    @rule(caller=tenants)
+    def refusals_told_apart(self, caller: str) -> None:
+        """Security (refsim's SHOULD reading), as the uniformity rows judge it: another
+        tenant's run and an id of no run, asked again and again interleaved, are told apart
+        by nothing constant within each (`indistinguishable`) nor by how often a value
+        shows (`frequencies_alike`); nor are their first asks, where each group has
+        FIRST_ASKS of them."""
+        kinds = self.kinds_seen.get((caller, "plain"), {})
+        anchor = next((kinds[k] for k in ("unknown", "near-id", "spliced") if k in kinds), None)
+        other = kinds.get("foreign")
+        req = req_id("0252.source-uniform-body")
+        rng = random.Random(f"{type(self).examples_run}:{caller}")
+        if anchor is not None and other is not None:
+            asks = [(anchor[0], anchor[1]), (other[0], other[1])]
+            groups: list[tuple[str, list[Response]]] = [(label, []) for label, _ in asks]
+            for _ in range(BODY_SAMPLES):
+                for index in rng.sample((0, 1), 2):
+                    groups[index][1].append(asks[index][1]())
+            judged(judges.indistinguishable(req, groups))
+            if judges.uneven(groups):  # a value that recurs unevenly: ask enough to tell
+                for _ in range(judges.FREQUENCY_SAMPLES):
+                    for index in rng.sample((0, 1), 2):
+                        groups[index][1].append(asks[index][1]())
+                judged(judges.frequencies_alike(req, groups))
+            self._count("refusal:told-apart")
+        firsts = self.first_asks.get(caller, {})
+        if all(len(firsts.get(g, ())) >= FIRST_ASKS for g in ("another tenant's run",
+                                                               "an id of no run")):
+            judged(judges.frequencies_alike(req, [
+                (f"{g}, asked once", firsts[g]) for g in ("an id of no run",
+                                                          "another tenant's run")]))
+            self._count("refusal:first-asks")
+
+    def _settle(self, run_id: str) -> None:
+        """A host may answer before a run has finished, and a source still running is
+        rightly refused (§C): its owner reads it until it settles before it is named or
+        asked for (once: a run read until it settled stays so, until it is resolved)."""
+        if run_id not in self._settled:
+            self._session(self.model.runs[run_id].tenant).events(run_id)
+            self._settled.add(run_id)
 
     def _drew(self, cls: str, member: str) -> None:
         type(self).drawn[f"{cls}: {member}"] += 1
@@ -1171,12 +1230,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     def ask_again(self, caller: str, times: int) -> None:
         """A refusal asked for again, many times: the same answer each time (a host that
         counts the asks, or caches, must not show it)."""
-        groups = self.refusals.get((caller, "plain"))
-        if not groups:
-            return
-        kinds: dict[str, tuple[str, Callable[[], Response], Response]] = {}
-        for entry in groups.values():
-            kinds.setdefault(entry[0], entry)
+        kinds = self.kinds_seen.get((caller, "plain"), {})
         for kind, ask, first in list(kinds.values()):
             if kind == "unknown" and len(kinds) > 1:
                 continue  # asked again beside the others below
@@ -1324,6 +1378,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             pairs.reverse()
         named = dict(pairs)
 
+        for source_id in named.values():
+            self._settle(source_id)
+
         def body_of(replace: str | None = None, value: Any = None) -> Any:
             return eval_body(suite_id, {k: (value if k == replace else v)
                                               for k, v in named.items()}, agent_id=lane)
@@ -1390,9 +1447,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             return
         if chosen.needs == "seam:erase" and not self._seam(SEAM_ERASE):
             return
-        if run_id not in self._settled:  # as `replay` does: its owner reads it till it settles
-            self._session(run.tenant).events(run_id)
-            self._settled.add(run_id)
+        self._settle(run_id)
         path = classes.spelt(chosen, run_id, _op(data.spellings, spelling))
         self._drew("owner-routes", f"{route} ({spelling})")
         body = chosen.body if chosen.body is not None else NO_BODY
