@@ -14,7 +14,7 @@ import attrs
 
 from refsim import catalog, paths, yaml_data
 from refsim.check import judges
-from refsim.check.findings import Disposition, Finding, Row
+from refsim.check.findings import Disposition, Finding, Row, check_raised
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     COUNTER_KEY,
@@ -331,8 +331,10 @@ def _check_part(inv: Invariant, check: str, make_host: Callable[[], HostClient],
         findings = CHECKS[check](probe)
     except Unobservable as exc:  # a fact the host does not offer: never a failure
         return Row.unjudged(req, SCENARIO, exc.disposition, exc.reason, check_id=inv.id)
-    except Exception as exc:  # a check that crashes on a host is a failed check, with why
-        findings = [judges.could_not_go_on(req, f"the check {check}", f"raised {exc!r}")]
+    except Exception as exc:  # a check that raises is refsim's fault, never the host's:
+        # blocked (a suite-side predicate failure), naming the exception and where
+        return Row.unjudged(req, SCENARIO, Disposition.BLOCKED,
+                            check_raised(f"the check {check}", exc), check_id=inv.id)
     return Row.judged(req, SCENARIO, findings, check_id=inv.id)
 
 

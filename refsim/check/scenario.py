@@ -16,7 +16,7 @@ import attrs
 
 from refsim import paths
 from refsim.check import judges
-from refsim.check.findings import Disposition, Finding, Row
+from refsim.check.findings import Disposition, Finding, Row, check_raised
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     COUNTER_KEY,
@@ -113,6 +113,9 @@ def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
             rows.append(Row.judged(req, SCENARIO, step()))
         except Unobservable as exc:
             rows.append(Row.unjudged(req, SCENARIO, exc.disposition, exc.reason))
+        except Exception as exc:  # refsim's fault, never the host's: blocked, with where
+            rows.append(Row.unjudged(req, SCENARIO, Disposition.BLOCKED,
+                                     check_raised(f"the leg {req}", exc)))
     rows.append(_scenario_row(rows))
     return rows
 
