@@ -296,3 +296,26 @@ def test_version_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.startswith("refsim ")
+
+
+def test_a_leg_that_raises_is_blocked_and_check_exits_2(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """A leg that raises is refsim's fault, not the host's: its row and the scenario row
+    are blocked, naming the exception and where refsim raised it, and the exit code is 2."""
+    from refsim.check import scenario
+
+    def broken(self: object) -> list[object]:
+        raise IndexError("list index out of range")
+    monkeypatch.setattr(scenario._Legs, "drifted", broken)
+    rows = {r.requirement_id: r for r in run_scenario(
+        SimHost(), ScenarioConfig("hk_test_acme", "hk_test_globex"))}
+    drifted = rows["openwop.requirement.0252.drift-fails-closed"]
+    assert drifted.disposition is Disposition.BLOCKED
+    assert re.search(r"raised IndexError: list index out of range at "
+                     r"refsim/check/scenario\.py:\d+ ", drifted.detail), drifted.detail
+    assert rows[SCENARIO_ROW].disposition is Disposition.BLOCKED
+    assert rows["openwop.requirement.0252.source-replayed"].passed  # the others still run
+    report = tmp_path / "report.json"
+    assert main(["conformance", "--json", str(report)]) == 2
+    doc = json.loads(report.read_text())
+    assert doc["results"]["totals"]["executedFail"] == 0

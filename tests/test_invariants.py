@@ -90,14 +90,55 @@ def test_prefix_filters_on_requirement_or_invariant_id(prefix: str, ids: set[str
     assert {r.check_id for r in run_invariants(SimHost, prefix)} == ids
 
 
-def test_a_check_that_raises_is_a_failed_row(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_check_that_raises_is_a_blocked_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check that raises is refsim's fault, not the host's (OpenWOP: a suite-side
+    predicate failure records blocked): the row is blocked, naming the exception and the
+    refsim file and line that raised it."""
     def broken(probe: Probe) -> list[Finding]:
         raise RuntimeError("boom")
+    line = broken.__code__.co_firstlineno + 1
     monkeypatch.setitem(CHECKS, "check_broken", broken)
     row = attrs.evolve(load_invariants()[0], check="check_broken")
     [result] = run_invariants(SimHost, invariants=[row])
-    assert result.disposition is Disposition.EXECUTED_FAIL
-    assert "boom" in result.detail
+    assert result.disposition is Disposition.BLOCKED
+    assert "the check check_broken raised RuntimeError: boom" in result.detail
+    # The innermost refsim frame: the test's check is no refsim code, so the caller's.
+    assert re.search(r"at refsim/check/invariants\.py:\d+ ", result.detail), result.detail
+    assert f"test_invariants.py:{line}" not in result.detail
+
+
+def test_the_innermost_refsim_frame_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where refsim code raised inside the check, that frame is the one named."""
+    from refsim.domain import ids
+
+    def broken(probe: Probe) -> list[Finding]:
+        ids.project(None)  # type: ignore[arg-type]
+        return []
+    monkeypatch.setitem(CHECKS, "check_broken", broken)
+    row = attrs.evolve(load_invariants()[0], check="check_broken")
+    [result] = run_invariants(SimHost, invariants=[row])
+    assert result.disposition is Disposition.BLOCKED
+    line = next(n for n, text in enumerate(Path(ids.__file__).read_text().splitlines(), 1)
+                if "if bound.isascii():" in text)
+    assert "raised AttributeError: " in result.detail
+    assert f"at refsim/domain/ids.py:{line} " in result.detail, result.detail
+
+
+def test_check_exits_2_when_a_check_raises(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from refsim.cli import main
+
+    def broken(probe: Probe) -> list[Finding]:
+        raise KeyError("runId")
+    monkeypatch.setitem(CHECKS, "check_tenant_scoped", broken)
+    report = tmp_path / "report.json"
+    assert main(["invariants", "eval-fixture-run-tenant-scoped", "--json", str(report)]) == 2
+    assert "blocked       openwop.requirement.0252.source-uniform" in capsys.readouterr().out
+    [row] = json.loads(report.read_text())["results"]["requirements"]
+    assert row["disposition"] == "blocked"
+    assert "raised KeyError: 'runId' at refsim/check/invariants.py:" in row["detail"]
 
 
 # ----------------------------------------------------------------------------- the loader

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import enum
+import traceback
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -40,6 +42,28 @@ def fail(requirement_id: str, message: str, observation: Any = None) -> Finding:
 
 def check(requirement_id: str, condition: bool, message: str, observation: Any = None) -> Finding:
     return Finding(requirement_id, bool(condition), message, observation)
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # refsim/
+
+
+def raised_at(exc: BaseException) -> str:
+    """Where refsim raised `exc`: `refsim/<file>:<line>` of the innermost traceback frame in
+    the refsim package (the frame that raised, or the refsim code that called out of it),
+    or "an unknown place" when no frame of refsim's is on the traceback."""
+    where = "an unknown place"
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = Path(frame.filename).resolve()
+        if path.is_relative_to(_PACKAGE):
+            where = f"{path.relative_to(_PACKAGE.parent).as_posix()}:{frame.lineno}"
+    return where
+
+
+def check_raised(what: str, exc: BaseException) -> str:
+    """A blocked row's reason when a check raised: a suite-side fault (refsim's, never the
+    host's), naming the exception and where refsim raised it."""
+    return (f"{what} raised {type(exc).__name__}: {exc} at {raised_at(exc)} (refsim's "
+            "fault, not the host's: the row is not judged)")
 
 
 @attrs.frozen

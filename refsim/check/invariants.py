@@ -14,7 +14,7 @@ import attrs
 
 from refsim import catalog, paths, yaml_data
 from refsim.check import judges
-from refsim.check.findings import Disposition, Finding, Row
+from refsim.check.findings import Disposition, Finding, Row, check_raised, ok
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     COUNTER_KEY,
@@ -42,6 +42,7 @@ from refsim.check.observe import (
     run_path,
 )
 from refsim.check.registry import load_registry
+from refsim.domain.ids import seen_parts, spliced
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
 
@@ -331,8 +332,10 @@ def _check_part(inv: Invariant, check: str, make_host: Callable[[], HostClient],
         findings = CHECKS[check](probe)
     except Unobservable as exc:  # a fact the host does not offer: never a failure
         return Row.unjudged(req, SCENARIO, exc.disposition, exc.reason, check_id=inv.id)
-    except Exception as exc:  # a check that crashes on a host is a failed check, with why
-        findings = [judges.could_not_go_on(req, f"the check {check}", f"raised {exc!r}")]
+    except Exception as exc:  # a check that raises is refsim's fault, never the host's:
+        # blocked (a suite-side predicate failure), naming the exception and where
+        return Row.unjudged(req, SCENARIO, Disposition.BLOCKED,
+                            check_raised(f"the check {check}", exc), check_id=inv.id)
     return Row.judged(req, SCENARIO, findings, check_id=inv.id)
 
 
@@ -397,8 +400,11 @@ def _returned(events: Sequence[Mapping[str, Any]]) -> list[Any]:
             if e.get("type") == "agent.tool-returned"]
 
 
-def _tenant(run_id: str | None) -> str:
-    return (run_id or f"{TENANT_A}/x").split("/", 1)[0]
+def _not_asked(req: str, label: str, own: str, foreign: str) -> Finding:
+    """A case that needs an id shaped like the host's own, which the ids it minted do not
+    give (they carry no separable tenant part): said, never asked, never failed."""
+    return ok(req, f"{label}: not asked, as it does not apply to this host's id shape "
+                   f"(its ids {own!r} and {foreign!r} carry no tenant part to take apart)")
 
 
 def _refusal_controls(session: Session, response: Response, value: str,
@@ -480,17 +486,26 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
     if own_waiting.status != 201 or noop.status != 201:
         return out
     a.events(str(own_waiting.json["runId"]))
-    mine, theirs = _tenant(own.run_id), _tenant(foreign.run_id)
-    foreign_opaque = foreign.run_id.split("/", 1)[1]
-    cases = (("an unknown id", f"{mine}/{UNKNOWN_OPAQUE}"),
-             ("tenant B's never-minted id", f"{theirs}/{UNKNOWN_OPAQUE}"),
-             ("tenant B's completed source", foreign.run_id),
-             ("tenant B's non-terminal run", waiting_id),
-             ("tenant B's cancelled run", cancelled_id),
-             ("tenant B's run without the agent", str(b_noop.json["runId"])),
-             ("tenant B's eval run", b_eval.run_id),
-             ("tenant B's opaque segment under the caller's tenant",
-              f"{mine}/{foreign_opaque}"))
+    # Ids are opaque: the cases shaped like the host's own ids are made from the ids it
+    # minted (its tenant parts where they carry one after a `/`), or said not to apply.
+    mine, theirs = seen_parts(own.run_id)[0], seen_parts(foreign.run_id)[0]
+    mixed = spliced(own.run_id, foreign.run_id)
+    cases: list[tuple[str, str]] = [("an unknown id", f"{mine}{UNKNOWN_OPAQUE}")]
+    never_minted = "tenant B's never-minted id"
+    if theirs and theirs != mine:
+        cases.append((never_minted, f"{theirs}{UNKNOWN_OPAQUE}"))
+    else:
+        out.append(_not_asked(req, never_minted, own.run_id, foreign.run_id))
+    cases += [("tenant B's completed source", foreign.run_id),
+              ("tenant B's non-terminal run", waiting_id),
+              ("tenant B's cancelled run", cancelled_id),
+              ("tenant B's run without the agent", str(b_noop.json["runId"])),
+              ("tenant B's eval run", b_eval.run_id)]
+    under_mine = "tenant B's opaque segment under the caller's tenant"
+    if mixed is not None:
+        cases.append((under_mine, mixed))
+    else:
+        out.append(_not_asked(req, under_mine, own.run_id, foreign.run_id))
     runs_before = probe.inspector.run_count() if probe.inspector else None
     listed = a.list_runs()
     first: list[Response] = []
@@ -563,7 +578,9 @@ def check_foreign_actions(probe: Probe) -> list[Finding]:
                       "/conformance/seams" + run_path(rid, ":erase"), NO_BODY))
     # The same reads under every other spelling of the id the host takes from its owner
     # (a percent-encoded slash): an owner check must not hang on one spelling.
-    for spelling in (rid.replace("/", "%2F"), rid.replace("/", "%2f")):
+    # (An id without a `/` has no other spelling.)
+    for spelling in [spelt for spelt in (rid.replace("/", "%2F"), rid.replace("/", "%2f"))
+                     if spelt != rid]:
         if a.request("GET", "/runs/" + spelling).status != 200:
             continue
         tries += [(f"{what} (the id spelt {spelling})", "GET", "/runs/" + spelling + suffix,
@@ -571,7 +588,7 @@ def check_foreign_actions(probe: Probe) -> list[Finding]:
                        ("its snapshot", ""), ("its events, polled",
                                               "/events/poll?afterSequence=-1"),
                        ("its EvalSummary", "/eval-summary"))]
-    opaque = rid.split("/", 1)[-1]
+    opaque = seen_parts(rid)[1]  # the whole id where it has no tenant part
     for what, method, path, body in tries:
         r = b.request(method, path, json=body)
         label = f"tenant B asks for tenant A's eval run, {what}"

@@ -174,7 +174,7 @@ def explain(readings: Sequence[Reading], found: Sequence[Change]) -> str:
                 isinstance(observation, Mapping) and set(observation) <= {"got", "expected"}
             ) else in_words(observation)
             # Said once per row, and only where it adds to the reason.
-            if words is not None and words not in shown and not _said(words, finding.message):
+            if words is not None and words not in shown and not _said(observation, finding.message):
                 shown.add(words)
                 lines.append(f"        observed: {words}")
         if not row.findings and row.detail:
@@ -182,11 +182,30 @@ def explain(readings: Sequence[Reading], found: Sequence[Change]) -> str:
     return "\n".join(lines)
 
 
-def _said(words: str, message: str) -> bool:
+def _said(observation: object, message: str) -> bool:
     """Whether a reason already carries what the observation in words would add: every run
-    id it names."""
-    ids = [w.strip(",()") for w in words.split() if "/" in w and not w.startswith("(")]
+    id it names (read from the answers' documents, whatever shape the host's ids have)."""
+    ids = _runs_named(observation)
     return bool(ids) and all(i in message for i in ids)
+
+
+def _runs_named(observation: object) -> list[str]:
+    """The run ids an observation names, as `in_words` tells them: the run an answer made,
+    the runs a run list gained."""
+    if not isinstance(observation, Mapping):
+        return []
+    if "status" in observation:
+        body = observation.get("body")
+        run = body.get("runId") if isinstance(body, Mapping) else None
+        return [run] if isinstance(run, str) else []
+    if "new" in observation:
+        return [str(v) for v in observation.get("new") or []]
+    if set(observation) == {"before", "after"}:
+        return []
+    answers = [_first_answer(value) for value in observation.values()]
+    if not answers or any(a is None for a in answers):  # told as JSON, not as answers
+        return []
+    return [run for a in answers for run in _runs_named(a)]
 
 
 def in_words(observation: object, limit: int = 240) -> str:

@@ -16,7 +16,7 @@ import attrs
 
 from refsim import paths
 from refsim.check import judges
-from refsim.check.findings import Disposition, Finding, Row
+from refsim.check.findings import Disposition, Finding, Row, check_raised
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     COUNTER_KEY,
@@ -40,6 +40,7 @@ from refsim.check.observe import (
     noise_of_host,
     nonce,
 )
+from refsim.domain.ids import seen_parts
 from refsim.wire.client import HostClient
 from refsim.wire.response import Response
 
@@ -113,6 +114,9 @@ def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
             rows.append(Row.judged(req, SCENARIO, step()))
         except Unobservable as exc:
             rows.append(Row.unjudged(req, SCENARIO, exc.disposition, exc.reason))
+        except Exception as exc:  # refsim's fault, never the host's: blocked, with where
+            rows.append(Row.unjudged(req, SCENARIO, Disposition.BLOCKED,
+                                     check_raised(f"the leg {req}", exc)))
     rows.append(_scenario_row(rows))
     return rows
 
@@ -131,13 +135,15 @@ def _scenario_row(rows: list[Row]) -> Row:
     return Row.judged(SCENARIO_ROW, SCENARIO, findings)
 
 
-def unknown_ids(own_tenant: str, other_tenant: str | None) -> list[tuple[str, str]]:
+def unknown_ids(own_head: str, other_head: str | None) -> list[tuple[str, str]]:
     """The four forms of an id that names no run: the caller's own never-minted id,
     another tenant's never-minted id, an id under a tenant that does not exist, and values
-    that do not decode at all."""
-    forms = [("the caller's own never-minted id", f"{own_tenant}/{UNKNOWN_OPAQUE}")]
-    if other_tenant is not None and other_tenant != own_tenant:
-        forms.append(("another tenant's never-minted id", f"{other_tenant}/{UNKNOWN_OPAQUE}"))
+    that do not decode at all. `own_head`, `other_head`: the tenant parts (`seen_parts`)
+    of ids the host minted for each tenant; another tenant's never-minted id is asked only
+    where its ids carry a tenant part of their own."""
+    forms = [("the caller's own never-minted id", f"{own_head}{UNKNOWN_OPAQUE}")]
+    if other_head and other_head != own_head:
+        forms.append(("another tenant's never-minted id", f"{other_head}{UNKNOWN_OPAQUE}"))
     forms.append(("an id under a tenant that does not exist",
                   f"{NO_SUCH_TENANT}/{UNKNOWN_OPAQUE}"))
     forms += [(f"an undecodable value {value!r}", value) for value in UNDECODABLE]
@@ -146,21 +152,22 @@ def unknown_ids(own_tenant: str, other_tenant: str | None) -> list[tuple[str, st
 
 def near_misses(run_id: str) -> list[tuple[str, str]]:
     """Ids one slip away from a real one: each names no run (ids are matched exactly: no
-    case folding, trimming or prefix match), so each is an unknown source."""
-    tenant, _, opaque = run_id.partition("/")
+    case folding, trimming or prefix match), so each is an unknown source. Only the
+    opaque part is changed: the whole id where it carries no tenant part."""
+    tenant, opaque = seen_parts(run_id)
     if not opaque:
         return []
     last = opaque[-1]
     other = "0" if last != "0" else "1"
     swapped = next((opaque[:i] + c.swapcase() + opaque[i + 1:]
                     for i, c in enumerate(opaque) if c.isalpha()), None)
-    out = [("the real id with its last character changed", f"{tenant}/{opaque[:-1]}{other}"),
-           ("the real id less its last character", f"{tenant}/{opaque[:-1]}"),
-           ("the real id with a character more", f"{tenant}/{opaque}0"),
+    out = [("the real id with its last character changed", f"{tenant}{opaque[:-1]}{other}"),
+           ("the real id less its last character", f"{tenant}{opaque[:-1]}"),
+           ("the real id with a character more", f"{tenant}{opaque}0"),
            ("the real id with a space after it", f"{run_id} "),
            ("the real id with a space before it", f" {run_id}")]
     if swapped is not None:
-        out.append(("the real id with one letter's case changed", f"{tenant}/{swapped}"))
+        out.append(("the real id with one letter's case changed", f"{tenant}{swapped}"))
     return out
 
 
@@ -185,8 +192,10 @@ def b_rule_cases(source: str, live_shadow: bool = False) -> list[tuple[str, Any]
     return cases
 
 
-def _tenant(run_id: str | None) -> str:
-    return (run_id or "acme/x").split("/", 1)[0]
+def _head(run_id: str | None) -> str:
+    """The tenant part of an id the host minted, with its separator (`seen_parts`): empty
+    for an id that carries none; `acme/` before any id was seen."""
+    return seen_parts(run_id)[0] if run_id else "acme/"
 
 
 @attrs.define
@@ -304,8 +313,8 @@ class _Legs:
         req, a, source = REFUSED, self.a, self.source
         a.require_fixture(NOOP)
         out = self._accepted_control(req)
-        own = _tenant(source.run_id)
-        other = _tenant(self.foreign().run_id) if self.config.tenant_b_api_key else None
+        own = _head(source.run_id)
+        other = _head(self.foreign().run_id) if self.config.tenant_b_api_key else None
         cases = unknown_ids(own, other) + (near_misses(source.run_id) if source.run_id
                                            else [])
         listed = a.list_runs()
@@ -343,7 +352,7 @@ class _Legs:
                                     "tenant B's source run"))
         if foreign.run_id is None:
             return out
-        own, other = _tenant(self.source.run_id), _tenant(foreign.run_id)
+        own, other = _head(self.source.run_id), _head(foreign.run_id)
 
         def body(value: str) -> Any:
             return eval_body(REPLAY, {"record": value})
@@ -410,14 +419,15 @@ class _Legs:
         """A refusal that differs only the first time an id is asked (a cache the first ask
         fills) tells another tenant's run from no run too: the first asks of FIRST_ASKS
         fresh runs of tenant B's against those of as many fresh ids no host minted (under
-        tenant B's name, shaped like its ids: only existing or not differs), interleaved,
+        tenant B's name, shaped like its ids: only existing or not differs; the whole id
+        made alike where it carries no tenant part), interleaved,
         compared by how often each value shows. Where the host lists no workflow that
         makes a run, nothing is judged here."""
         a = self.a
         if not a.surface.lists(NOOP):
             return []
         b, rng = self.b(), random.Random(nonce())
-        tenant, _, opaque = like.partition("/")
+        tenant, opaque = seen_parts(like)
         groups: list[tuple[str, list[Response]]] = [
             ("an unknown id, asked once", []), ("tenant B's run, asked once", [])]
         for _ in range(FIRST_ASKS):
@@ -425,7 +435,7 @@ class _Legs:
             if made.status != 201 or not isinstance(made.json, dict):
                 return [judges.could_not_go_on(req, "tenant B's workflow run",
                                                f"not created ({made.status})")]
-            values = (f"{tenant}/{_lookalike(opaque, rng)}", str(made.json["runId"]))
+            values = (tenant + _lookalike(opaque, rng), str(made.json["runId"]))
             for index in rng.sample((0, 1), 2):
                 groups[index][1].append(a.create(body(values[index])))
         return [judges.frequencies_alike(req, groups)]
@@ -439,8 +449,8 @@ class _Legs:
         foreign = self.foreign()
         if foreign.run_id is None:
             return [*out, judges.could_not_go_on(req, "tenant B's source run", "not created")]
-        own = _tenant(self.source.run_id)
-        values = {"an unknown id": f"{own}/{UNKNOWN_OPAQUE}",
+        own = _head(self.source.run_id)
+        values = {"an unknown id": f"{own}{UNKNOWN_OPAQUE}",
                   "tenant B's run": foreign.run_id}
         waiting = self.foreign_waiting()
         if waiting is not None:
@@ -564,11 +574,13 @@ def _asks(a: Session, cases: list[tuple[str, str]], body: Callable[[str], Any],
 def _b_rules_paired(req: str, a: Session, own: str, foreign: str, other: str,
                     noise: frozenset[str], live_shadow: bool) -> list[Finding]:
     """Check order is no oracle: a §B refusal answers the same whether the source it names
-    is another tenant's existing run, another tenant's unminted id, or an unknown id."""
+    is another tenant's existing run, another tenant's unminted id (where its ids carry a
+    tenant part: `own`, `other` are those parts), or an unknown id."""
     out: list[Finding] = []
-    sources = [("an existing foreign source", foreign),
-               ("an unminted foreign source", f"{other}/{UNKNOWN_OPAQUE}"),
-               ("an unknown source", f"{own}/{UNKNOWN_OPAQUE}")]
+    sources = [("an existing foreign source", foreign)]
+    if other and other != own:
+        sources.append(("an unminted foreign source", f"{other}{UNKNOWN_OPAQUE}"))
+    sources.append(("an unknown source", f"{own}{UNKNOWN_OPAQUE}"))
     for index, (label, _) in enumerate(b_rule_cases("x", live_shadow)):
         def body(value: str, index: int = index) -> Any:
             return b_rule_cases(value, live_shadow)[index][1]

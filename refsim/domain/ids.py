@@ -52,6 +52,26 @@ def parse_bound(value: object) -> RunId | None:
     return RunId(tenant, opaque)
 
 
+def seen_parts(run_id: str) -> tuple[str, str]:
+    """An id a host minted, as the checker may take it apart without assuming a shape:
+    `(head, tail)`, split after its last `/` where it holds one (a bound id's tenant
+    segment with the `/`, and its opaque segment), else `("", run_id)`: an id of another
+    shape is one opaque whole. `head + tail == run_id` always."""
+    head, sep, tail = run_id.rpartition("/")
+    return head + sep, tail
+
+
+def spliced(head_of: str, tail_of: str) -> str | None:
+    """`head_of`'s head with `tail_of`'s tail (another id's opaque part under this id's
+    tenant), where both ids have a head and the heads differ; None where the ids carry no
+    part to splice (an id without a separator) or splicing gives one of them back."""
+    head, _ = seen_parts(head_of)
+    other, tail = seen_parts(tail_of)
+    if not head or not other or head == other or not tail:
+        return None
+    return head + tail
+
+
 # The projection of every ASCII character, for `str.translate` (a C loop, not a Python one).
 _PROJECT_ASCII = {b: chr(b) if b in _PASSTHROUGH else f"~{b:02X}" for b in range(128)}
 

@@ -210,12 +210,31 @@ class _ShortMinter(IdMinter):
         return RunId(tenant, self.opaque(16))
 
 
-def _minted_by(minter: type[IdMinter]) -> Callable[[int, HostProfile], SimHost]:
+class _FullLengthMinter(IdMinter):
+    """Opaque segments of the grammar's whole 128 characters, `.` and `_` among them and a
+    `.` last."""
+
+    def run_id(self, tenant: str) -> RunId:
+        return RunId(tenant, "r." + self.opaque(62) + "_" + self.opaque(62) + ".")
+
+
+def _minted_by(minter: type[IdMinter], tenants: tuple[str, str] | None = None
+               ) -> Callable[[int, HostProfile], SimHost]:
+    """A host whose run ids `minter` mints (under tenants named `tenants`, if given)."""
     def build(seed: int, profile: HostProfile) -> SimHost:
-        host = SimHost(seed=seed, profile=profile)
+        host = (SimHost(seed=seed, profile=profile) if tenants is None
+                else _tenants(*tenants)(seed, profile))
         host.core.minter = minter(seed)
         return host
     return build
+
+
+# Tenant ids of the shape a host that names its tenants by UUID mints: the closest legal
+# shape to a bare UUID run id (which is no runId: ids.schema.json's runId is
+# `<tenantId>/<opaque>`), with the UUID minter's opaque segments after them.
+UUID_TENANTS = ("0f8e2a64-5b1c-4d7e-9a3f-2c6b8d0e1f47", "7c1d9b30-e2f4-4a86-b5d1-93e0c4a2f6b8")
+# anon: tenants (the one colon ids.schema.json admits, projected ~3A), with `.` and `_`.
+ANON_TENANTS = ("anon:sess.3f9c_acme", "anon:sess.77ab_globex")
 
 
 # ----------------------------------------------------------------------------- wording
@@ -682,6 +701,18 @@ PASS_ZOO: tuple[Variant, ...] = (
     Variant("short-run-ids",
             "ids.schema.json: an opaque segment may be as short as 16 characters",
             _minted_by(_ShortMinter)),
+    Variant("uuid-tenants-uuid-run-ids",
+            "ids.schema.json: a runId is <tenantId>/<opaque>, a tenantId any "
+            "^(anon:)?[A-Za-z0-9._~-]{1,128}$ and an opaque segment any "
+            "^[A-Za-z0-9._~-]{16,128}$: here both are UUIDs (a bare UUID is no runId; this "
+            "is the closest legal shape)", _minted_by(_UuidMinter, UUID_TENANTS),
+            diff="the tenant names are data on the wire (owner.tenant, run ids)"),
+    Variant("anon-tenants-full-length-ids",
+            "ids.schema.json: a tenantId may carry the anon: prefix (the one colon admitted, "
+            "RFC 0184 §A.3 widened runId to match; projected ~3A) and `.`/`_`, and an opaque "
+            "segment may be 128 characters of [A-Za-z0-9._-]",
+            _minted_by(_FullLengthMinter, ANON_TENANTS),
+            diff="the tenant names are data on the wire (owner.tenant, run ids)"),
     Variant("gone-copy-run-expired",
             "RFC 0252 Security: a replay or fork whose copy is gone SHOULD be refused; any "
             "registered code (here 410 run_expired, replay.md's retention rule) refuses it",
