@@ -691,8 +691,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"refsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, parts, text in (
-            ("check", ("conformance", "examples", "invariants"),
-             "run the conformance legs, the RFC example table and the invariants"),
+            ("check", ("conformance", "examples", "invariants", "sampled"),
+             "run the conformance legs, the RFC example table, the invariants and a "
+             "seeded sample of each class of specs/classes.yaml"),
             ("conformance", ("conformance",), "run the v2-eval-recorded-fixtures legs"),
             ("examples", ("examples",), "run the RFC 0252 example table"),
             ("invariants", ("invariants",), "run the invariant rows")):
