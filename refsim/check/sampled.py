@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -537,4 +538,27 @@ def _setup(probe: Probe, seed: int, has_b: bool) -> tuple[list[Finding], Context
     return out, Context(probe, seed, has_b, own.run_id, replay_id, foreign, noise_of_host(a))
 
 
-__all__ = ["CHECKS", "SCENARIO", "SIZES", "check_id", "requirement", "run_sampled"]
+_SIZE_RE = re.compile(r"^(\d+) sampled \(seed (-?\d+)\)")
+
+
+def sample_sizes(rows: Sequence[Row]) -> dict[str, int]:
+    """How many members each class's row judged, by class, as its detail says."""
+    out = {}
+    for row in rows:
+        found = _SIZE_RE.match(row.detail) if row.scenario_id == SCENARIO else None
+        if found is not None:
+            out[row.check_id.removeprefix("sampled-")] = int(found.group(1))
+    return out
+
+
+def sizes_line(rows: Sequence[Row], seed: int) -> str | None:
+    """One line: each class's sample size and the seed (None where no class was sampled)."""
+    sizes = sample_sizes(rows)
+    if not sizes:
+        return None
+    return (f"sampled from specs/classes.yaml (--seed {seed}): "
+            + ", ".join(f"{cls} {n}" for cls, n in sizes.items()))
+
+
+__all__ = ["CHECKS", "SCENARIO", "SIZES", "check_id", "requirement", "run_sampled",
+           "sample_sizes", "sizes_line"]
