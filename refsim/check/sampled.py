@@ -236,7 +236,11 @@ def check_exact_args(ctx: Context) -> list[Finding]:
     tasks = {"exact": recorded} | {f"variant-{i}": m.value for i, m in enumerate(members)}
     doc = {"suiteId": "refsim.sampled.evals.exact-args", "version": "1.0.0", "modes": ["golden"],
            "tasks": [_task(t, args) for t, args in tasks.items()]}
-    suite = a.require_suite(EXACT_SUITE, doc, probe.tag)
+    try:
+        suite = a.require_suite(EXACT_SUITE, doc, probe.tag)
+    except Unobservable as exc:  # the seam named with a word after it, as every row does
+        raise Unobservable(f"{exc.reason} (the check registers its suite of variants "
+                           "there)", exc.disposition) from exc
     source = a.agent_run([{"call": COUNTER_TOOL, "args": recorded}, {"decide": "ok"}])
     out = [judges.created(req, source.response, "the source, recorded with "
                           f"{_show(recorded)}"),
