@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -16,6 +17,7 @@ from refsim.domain.profile import PROFILES, profile_named
 from refsim.wire.client import HostClient
 
 if TYPE_CHECKING:
+    from refsim.check.findings import Row
     from refsim.check.runner import HostRecipe
 
 EXIT_USAGE = 2
@@ -168,6 +170,10 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         found = changes(baseline, rows)
     print(report.to_text(rows, label, changed={(c.row.requirement_id, c.row.check_id)
                                                for c in found}))
+    from refsim.check.sampled import sizes_line
+    line = sizes_line(rows, args.seed)
+    if line is not None:
+        print(line)
     untested = _untested(remote[0] if remote is not None else target.host())
     if readings:
         print()
@@ -176,12 +182,25 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     assumed = [{"name": r.name, "value": r.value, "reading": r.meaning} for r in readings]
     report.write_reports(rows, label, args.json, args.junit, generated_at=generated,
                          assumptions=assumed or None)
+    _with_sample(rows, args)
     code = report.verdict(rows)
     if untested is not None:
         print(f"untested: {untested}" + (" (--strict: exit 2)" if args.strict else ""))
         if args.strict and code == 0:
             return report.EXIT_UNKNOWN
     return code
+
+
+def _with_sample(rows: Sequence[Row], args: argparse.Namespace) -> None:
+    """The JSON report (where written) carries the seed and each class's sample size, so
+    that `--seed` repeats the sample it judged."""
+    from refsim.check.sampled import sample_sizes
+    if args.json is None:
+        return
+    path = Path(args.json)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["sample"] = {"seed": args.seed, "sizes": sample_sizes(rows)}
+    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _keys_refused(client: HostClient, api_key: str, tenant_b: str | None) -> str | None:
@@ -572,7 +591,9 @@ def _add_check_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", metavar="PATH", help="write a JUnit XML report here")
     p.add_argument("--profile", default="reference", choices=sorted(PROFILES),
                    help="the built-in host's profile (default: reference)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seeds the built-in host and check's sample of each class of "
+                        "specs/classes.yaml: the same seed repeats the sample (default 0)")
     p.add_argument("--assume", action="append", metavar="NAME=VALUE",
                    help="read an open point another way (names in specs/assumptions.yaml); "
                         "the report then says which checks change and why")
@@ -601,7 +622,9 @@ _FUZZ_REMOTE = ("fuzz a live v2 host over HTTP instead: the machine sends only w
 HELP: dict[str, tuple[str, tuple[str, ...]]] = {
     "check": ("Run the six conformance legs of v2-eval-recorded-fixtures (with refsim's "
               "two stricter uniformity rows and the scenario's own row: 9 rows), every row of the "
-              "RFC example table and every invariant, on the built-in reference host or, "
+              "RFC example table, every invariant and a seeded sample of each class of "
+              "specs/classes.yaml (its size printed; --seed repeats it), on the built-in "
+              "reference host or, "
               "with --base-url, on any OpenWOP v2 host. One line per check, then the "
               "totals. Exit 0 when nothing failed or was blocked, 1 when a check failed, 2 "
               "when one was blocked.",
@@ -691,8 +714,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"refsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, parts, text in (
-            ("check", ("conformance", "examples", "invariants"),
-             "run the conformance legs, the RFC example table and the invariants"),
+            ("check", ("conformance", "examples", "invariants", "sampled"),
+             "run the conformance legs, the RFC example table, the invariants and a "
+             "seeded sample of each class of specs/classes.yaml"),
             ("conformance", ("conformance",), "run the v2-eval-recorded-fixtures legs"),
             ("examples", ("examples",), "run the RFC 0252 example table"),
             ("invariants", ("invariants",), "run the invariant rows")):

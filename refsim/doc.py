@@ -237,7 +237,8 @@ def render() -> str:
            "## Requirements", "",
            "Check kinds: `scenario:` a leg of v2-eval-recorded-fixtures, `example:` a row of "
            "`specs/examples/`, `invariant:` a row of `invariants/invariants.yaml`, `machine:` "
-           "a rule of the stateful machine.", ""]
+           "a rule of the stateful machine, `sampled:` a class of `specs/classes.yaml` "
+           "that `refsim check` samples.", ""]
     for q in reg.requirements:
         out += _requirement(q, reg, examples, invariants)
     out += ["## Rules", "", *_rules(reg)]

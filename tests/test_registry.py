@@ -181,6 +181,12 @@ def test_example_checks_match_the_example_table_both_ways(registry: Registry) ->
                      ((f"example:{e.id}", e.requirement_id) for e in load_examples()))
 
 
+def test_sampled_checks_match_the_classes_both_ways(registry: Registry) -> None:
+    from refsim.check.classes import CLASS_NAMES
+    from refsim.check.sampled import requirement
+    assert_both_ways(registry, "sampled", ((f"sampled:{c}", requirement(c)) for c in CLASS_NAMES))
+
+
 def test_machine_checks_name_rules_or_invariants_of_the_machine(registry: Registry) -> None:
     from refsim.testing.stateful import RecordedFixturesMachine, machine_parts
     invariants = machine_parts(RecordedFixturesMachine).invariants

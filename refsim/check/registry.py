@@ -19,7 +19,7 @@ LEVELS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEF")
 OBLIGATIONS = frozenset({"MUST", "MUST NOT", "SHOULD", "SHOULD NOT"})
 WITNESSES = ("witnessable-unaided", "witnessable-gated", "seam-gated", "claims-check",
              "negative-existence", "unwitnessable")
-CHECK_KINDS = ("scenario", "example", "invariant", "machine")
+CHECK_KINDS = ("scenario", "example", "invariant", "machine", "sampled")
 # What `refsim list` prints, defined (Registry.terms keeps those in use).
 TERMS = {
     "MUST": "the RFC's keyword (RFC 2119): an absolute requirement",
@@ -42,6 +42,7 @@ TERMS = {
     "example:": "a check: a row of the RFC example table (specs/examples/)",
     "invariant:": "a check: a row of invariants/invariants.yaml",
     "machine:": "a check: a rule of the stateful machine (refsim fuzz)",
+    "sampled:": "a check: a class of specs/classes.yaml, sampled by refsim check (--seed)",
     "§A..§E": "the sections of RFC 0252; Security, Conformance, Implementation notes and "
               "Unresolved questions are its other headings",
     "R1, S1, UQ1, IMPL1": "rule ids: the RFC's normative lines (R), Security items (S), "

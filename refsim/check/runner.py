@@ -17,7 +17,7 @@ from refsim.domain.profile import HostProfile, profile_named
 from refsim.host import SimHost
 from refsim.wire.client import HostClient
 
-PARTS = ("conformance", "examples", "invariants")
+PARTS = ("conformance", "examples", "invariants", "sampled")
 
 
 class HostRecipe(Protocol):
@@ -97,6 +97,7 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
             "conformance": lambda: run_scenario(remote, ScenarioConfig(api_key, tenant_b_key)),
             "examples": lambda: _remote_examples(remote, keys, prefix),
             "invariants": lambda: _remote_invariants(remote, keys, prefix, ran),
+            "sampled": lambda: _sampled(lambda: remote, prefix, keys, target.seed),
         }
     else:
         runners = {
@@ -104,6 +105,7 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
                                                 ScenarioConfig(api_key, tenant_b_key)),
             "examples": lambda: _examples(target, prefix),
             "invariants": lambda: _invariants(target, prefix, ran),
+            "sampled": lambda: _sampled(target.host, prefix, None, target.seed),
         }
     for part in parts:
         found = runners[part]()
@@ -128,6 +130,12 @@ def _remote_invariants(client: HostClient, keys: dict[str, str], prefix: str | N
                        ran: Mapping[str, Row]) -> list[Row]:
     from refsim.check.invariants import run_invariants
     return run_invariants(lambda: client, prefix, keys=keys, remote=True, ran=ran)
+
+
+def _sampled(make_host: Callable[[], HostClient], prefix: str | None,
+             keys: dict[str, str] | None, seed: int) -> list[Row]:
+    from refsim.check.sampled import run_sampled
+    return run_sampled(make_host, prefix, keys=keys, seed=seed)
 
 
 def _invariants(target: Target, prefix: str | None, ran: Mapping[str, Row]) -> list[Row]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import unicodedata
 import uuid
 import weakref
 import zlib
@@ -738,7 +739,7 @@ def _content_free_lane(run: RunRecord) -> bool:
 
 def _as_owner(*kinds: str) -> Edge:
     """Another tenant's request about an eval run (the kinds named: fork, summary, poll,
-    stream, erase, snapshot) is answered as if its owner had asked."""
+    stream, erase, snapshot, cancel) is answered as if its owner had asked."""
     def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
              body: bytes | None, response: Response) -> Response:
         if response.status not in (403, 404):
@@ -746,6 +747,7 @@ def _as_owner(*kinds: str) -> Edge:
         path = target.split("?", 1)[0]
         kind = ("erase" if path.startswith("/conformance/seams/runs/") and ":erase" in path
                 else "fork" if ":fork" in path else "summary" if path.endswith("/eval-summary")
+                else "cancel" if path.endswith("/cancel")
                 else "poll" if path.endswith("/events/poll") else "stream"
                 if path.endswith("/events") else "snapshot" if path.count("/") == 2
                 else None)
@@ -1331,6 +1333,132 @@ def _longer_request_id(host: SimHost, method: str, target: str, headers: dict[st
         **response.headers, "X-Request-Id": uuid.uuid4().hex[:16 if foreign else 12]})
 
 
+# ----------------------------------------------------------------------------- the RFC's classes
+# One host per class of specs/classes.yaml the zoo lacked: each takes a member of a class the
+# RFC refuses (a value of another type, a path spelling, a compatibility form, a folded key, a
+# route without its owner check, a retry cache keyed too loosely).
+
+
+class _UnwrapsSource(SourcePolicy):
+    """Takes a fixtureRuns value of another JSON type for the id it carries: a one-item list
+    (`["<id>"]`) or an object's `runId` (`{"runId": "<id>"}`)."""
+
+    def __init__(self, unwrap: Callable[[Any], Any]) -> None:
+        self.unwrap = unwrap
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        inner = self.unwrap(value)
+        if isinstance(inner, str):
+            return super().assess(core, caller, inner, agent_id)
+        return super().assess(core, caller, value, agent_id)
+
+
+def _one_item(value: Any) -> Any:
+    return value[0] if isinstance(value, list) and len(value) == 1 else None
+
+
+def _run_id_member(value: Any) -> Any:
+    return value.get("runId") if isinstance(value, dict) else None
+
+
+def _path_decoded(value: Any) -> Any:
+    """A body value decoded as a path segment is (`~2F`, `%2F`): None where it holds no
+    escape or does not decode."""
+    if not isinstance(value, str) or ("~" not in value and "%" not in value):
+        return None
+    try:
+        return unproject(value)
+    except ProjectionError:
+        return None
+
+
+def _nfkc_folded(value: Any) -> Any:
+    if not isinstance(value, str):
+        return None
+    folded = unicodedata.normalize("NFKC", value)
+    return folded if folded != value else None
+
+
+def _fold_key(key: str) -> str:
+    """NFKC, then without format characters (zero-width, soft hyphen) or whitespace; case
+    is kept (unlike `_KeysLoosely`)."""
+    return "".join(c for c in unicodedata.normalize("NFKC", key)
+                   if unicodedata.category(c) != "Cf" and not c.isspace())
+
+
+class _FoldsKeys(RequestRules):
+    """Judges each fixtureRuns key after folding it (`_fold_key`)."""
+
+    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        return super().keys(suite, {_fold_key(k): v for k, v in fixture_runs.items()})
+
+
+def _idempotency_key(headers: dict[str, str]) -> str | None:
+    return next((v for k, v in headers.items() if k.lower() == "idempotency-key"), None)
+
+
+class _RetryCacheWithoutSources:
+    """An edge in front of the host's Idempotency-Key cache that compares bodies without
+    their fixtureRuns: a retry under the key whose body differs only there is sent on as the
+    first body, so the host answers it with the first create's 201 and run."""
+
+    def __init__(self) -> None:
+        self.first: weakref.WeakKeyDictionary[SimHost, dict[tuple[str, str],
+                                                             tuple[str, bytes]]] = (
+            weakref.WeakKeyDictionary())
+
+    def before(self, host: SimHost, method: str, target: str, headers: dict[str, str],
+               body: bytes | None) -> bytes | None:
+        key = _idempotency_key(headers)
+        if method != "POST" or target.split("?", 1)[0] != "/runs" or not key or not body:
+            return body
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return body
+        if not isinstance(doc, dict):
+            return body
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        seen = self.first.setdefault(host, {})
+        stripped = canonical({k: v for k, v in doc.items() if k != "fixtureRuns"})
+        found = seen.get((auth, key))
+        if found is None:
+            seen[(auth, key)] = (stripped, body)
+            return body
+        return found[1] if found[0] == stripped else body
+
+    def __call__(self, host: SimHost, method: str, path: str, headers: dict[str, str],
+                 body: bytes | None, response: Response) -> Response:
+        return response
+
+
+class _SharedRetryCache(dict[Any, Any]):
+    """The router's Idempotency-Key cache keyed on the key alone, whoever asks: another
+    tenant that sends the owner's key and body is answered with the owner's run."""
+
+    @staticmethod
+    def _key(key: Any) -> Any:
+        return key[1] if isinstance(key, tuple) and len(key) == 2 else key
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(self._key(key), default)
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self._key(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(self._key(key), value)
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self._key(key))
+
+
+def _wire_shared_cache(host: SimHost) -> None:
+    host.router._idempotency = _SharedRetryCache()
+
+
+
 def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
     return lambda: Components(**{name: make() for name, make in parts.items()})
 
@@ -1585,6 +1713,35 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("problem-json-oracle", "§C: every unusable source is refused with the same "
            "status and code (here 403 for another tenant's run when the client asks for "
            "application/problem+json)", edge=_problem_json_oracle),
+    # -- the RFC's classes (specs/classes.yaml): members the zoo lacked
+    Mutant("accepts-id-in-a-list", "§B/§C wire shape: a fixtureRuns value is a runId, and "
+           "any other value is an unusable source (here a one-item list is taken as the id "
+           "in it)", _swap(sources=lambda: _UnwrapsSource(_one_item))),
+    Mutant("accepts-id-in-an-object", "§B/§C wire shape: a fixtureRuns value is a runId, and "
+           "any other value is an unusable source (here an object's runId member is taken)",
+           _swap(sources=lambda: _UnwrapsSource(_run_id_member))),
+    Mutant("decodes-body-ids-like-path-ids", "§C/wire-facts §C.10: a body carries the bound "
+           "form; a value spelt ~2F or %2F names no run (here decoded as a path is)",
+           _swap(sources=lambda: _UnwrapsSource(_path_decoded))),
+    Mutant("accepts-id-nfkc-folded", "§C: an id that names no run is unknown (here a "
+           "full-width or other NFKC-compatible spelling is folded and taken)",
+           _swap(sources=lambda: _UnwrapsSource(_nfkc_folded))),
+    Mutant("folds-task-keys", "§B: a key that is not a taskId of the suite is refused (here "
+           "NFKC-folded and stripped of format characters and whitespace first)",
+           _swap(rules=_FoldsKeys)),
+    Mutant("foreign-polls-eval-events", "Security: a tenant that cannot read a run cannot "
+           "read its events (here on the poll)", edge=_as_owner("poll")),
+    Mutant("foreign-reads-eval-snapshot", "Security/§C: a tenant that cannot read a run "
+           "cannot read its snapshot", edge=_as_owner("snapshot")),
+    Mutant("foreign-cancels-eval-run", "Security: another tenant's run reads as no run on "
+           "every route (here its cancellation is answered as the owner's: 409 run_terminal, "
+           "not the unknown id's 404)", edge=_as_owner("cancel")),
+    Mutant("idempotency-ignores-fixture-runs", "§C/Security: a create naming an unusable "
+           "source is refused (here an Idempotency-Key retry whose fixtureRuns differs is "
+           "answered with the first create's run)", edge=_RetryCacheWithoutSources()),
+    Mutant("idempotency-shared-across-owners", "Security/§C: another tenant's run reads as no "
+           "run (here another tenant sending the owner's Idempotency-Key and body gets the "
+           "owner's run)", wire=_wire_shared_cache),
 )
 
 

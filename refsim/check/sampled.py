@@ -1,0 +1,568 @@
+"""`check`'s sample of each class of specs/classes.yaml: one row per class, each judging a
+bounded, seeded sample of the class's members (`refsim.check.classes.sample`) on one host,
+in process or over HTTP.
+
+- source-values: each value as a fixtureRuns value is refused 400 validation_error without
+  echo; an id-shaped one gets the unknown id's whole answer (`observe.alike`). Every
+  derivation of the caller's own usable id is sent (a loose host takes exactly those); the
+  rest is sampled.
+- task-keys: each key (every derivation of the suite's real task ids, then a sample) is
+  refused 400 validation_error.
+- exact-args: a source recorded with a recorded argument set; a replay whose calls differ
+  by each sampled variant misses each (fixtureMissCount), and the live counter stays.
+- run-states: runs of the sampled states and owners; the caller's usable ones accepted,
+  every other refused alike with the unknown id.
+- owner-routes: another tenant asks each route under each spelling, refused with a
+  registered code as the same route is for an unknown id, nothing of the run in the answer;
+  and the idempotent creates are never answered with the owner's run.
+- request-headers: another tenant's run and an unknown id refused alike under each member.
+
+Ids are opaque: members come from ids seen (`classes.sample(ids=...)`), and an unknown id
+is `judges.control_value` of a seen one (its shape, none of its characters).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from refsim import catalog
+from refsim.check import classes, judges
+from refsim.check.classes import CLASS_NAMES, Member, RunState
+from refsim.check.findings import Disposition, Finding, Row, ok
+from refsim.check.ids import req_id
+from refsim.check.invariants import Probe
+from refsim.check.observe import (
+    COUNTER_TOOL,
+    KEYS,
+    RECORDER,
+    REPLAY,
+    SEAM_ERASE,
+    SEAM_RESOLVE,
+    SOURCE,
+    TENANT_A,
+    TENANT_B,
+    Observed,
+    Session,
+    Unobservable,
+    alike,
+    eval_body,
+    gate,
+    inspector_of,
+    noise_of_host,
+    nonce,
+    run_path,
+)
+from refsim.domain.canonical import canonical
+from refsim.wire.client import NO_BODY, HostClient
+from refsim.wire.response import Response
+
+SCENARIO = "sampled"
+# How many members of each class one `check` takes (beyond every derivation of the caller's
+# own id and of the suite's task ids, which are all sent): small, so the part costs little.
+SIZES: Mapping[str, int] = {"source-values": 10, "task-keys": 6, "exact-args": 6,
+                            "run-states": 5, "owner-routes": 12, "request-headers": 12}
+AGENT_CALL, WAIT_INPUT, NOOP = ("conformance-agent-call", "conformance-wait-input",
+                                "conformance-noop")
+EXACT_SUITE = "refsim-sampled-exact-args"
+EVERY = 1 << 30  # a sample size no class reaches: the whole pool
+
+
+def check_id(cls: str) -> str:
+    return f"sampled-{cls}"
+
+
+def requirement(cls: str) -> str:
+    """The requirement a class's row is filed under: the class's own (specs/classes.yaml)."""
+    return req_id(classes.load().requirement[cls])
+
+
+@attrs.define
+class Context:
+    """What every class's check stands on: the sessions, the caller's usable source and an
+    eval run replaying it, another tenant's source, the seed."""
+
+    probe: Probe
+    seed: int
+    has_b: bool
+    own: str
+    replay: str
+    foreign: str | None
+    noise: frozenset[str]
+    sizes: dict[str, int] = attrs.Factory(dict)
+    notes: dict[str, str] = attrs.Factory(dict)
+
+    @property
+    def a(self) -> Session:
+        return self.probe.a
+
+    @property
+    def b(self) -> Session:
+        return self.probe.b
+
+
+def _replay_body(value: Any) -> dict[str, Any]:
+    return eval_body(REPLAY, {"record": value})
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings a JSON value holds (itself, where it is one)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    return []
+
+
+def _controlled(value: Any) -> Any:
+    """`value` with every string in it replaced by its control value."""
+    if isinstance(value, str):
+        return judges.control_value(value)
+    if isinstance(value, list):
+        return [_controlled(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _controlled(v) for k, v in value.items()}
+    return value
+
+
+def _no_echo(ctx: Context, req: str, r: Response, value: Any, what: str,
+             body: Callable[[Any], Any], control: Response) -> Finding:
+    """judges.no_echo, with the control request made only where a window of the value is
+    found (what the host says whatever the value). An answer byte for byte the same as
+    `control`, the answer to another value, holds nothing that comes from this one: it is
+    not searched (the search costs a millisecond a value)."""
+    if judges.whole(r) == judges.whole(control):
+        return ok(req, f"{what}: the answer is the unknown id's, byte for "
+                            "byte, so nothing in it comes from the value")
+    supplied = _strings(value)
+    controls = ([ctx.a.create(body(_controlled(value)))]
+                if r.status >= 400 and judges.echo_windows(r, supplied) else [])
+    return judges.no_echo(req, r, supplied, what, controls)
+
+
+def _distinct(members: Sequence[Member]) -> list[Member]:
+    seen: set[str] = set()
+    out = []
+    for m in members:
+        key = canonical(m.value)
+        if key not in seen:
+            seen.add(key)
+            out.append(m)
+    return out
+
+
+def _ask(session: Session, body: Any, headers: Callable[[], dict[str, str]] | None = None
+         ) -> Callable[[], Response]:
+    if headers is None:
+        return lambda: session.create(body)
+    return lambda: session.request("POST", "/runs", body, headers())
+
+
+# ----------------------------------------------------------------------------- the classes
+
+
+def check_source_values(ctx: Context) -> list[Finding]:
+    cls, req, a = "source-values", requirement("source-values"), ctx.a
+    data = classes.load()
+    near = {op.name for op in data.from_id}
+    own_near = [m for m in classes.sample(cls, ctx.seed, ids=[ctx.own], size=EVERY)
+                if m.name in near]
+    seen = [ctx.own] + ([ctx.foreign] if ctx.foreign else [])
+    members = _distinct(own_near + classes.sample(cls, ctx.seed, ids=seen,
+                                                  size=SIZES[cls]))
+    ctx.sizes[cls] = len(members)
+    unknown = judges.control_value(ctx.own)
+    first = a.create(_replay_body(unknown))
+    out = judges.refused(req, first, "an unknown id")
+    out.append(judges.no_echo(req, first, [unknown], "an unknown id"))
+    asks: list[tuple[str, Callable[[], Response]]] = [("an unknown id",
+                                                       _ask(a, _replay_body(unknown)))]
+    answers = [first]
+    for m in members:
+        what = f"fixtureRuns value {m.name} {_show(m.value)}"
+        r = a.create(_replay_body(m.value))
+        out += judges.refused(req, r, what)
+        out.append(_no_echo(ctx, req, r, m.value, what, _replay_body, first))
+        if data.id_like(m.value):
+            asks.append((what, _ask(a, _replay_body(m.value))))
+            answers.append(r)
+    if len(asks) > 1:
+        out.append(alike(req, asks, answers, ctx.noise))
+    return out
+
+
+def check_task_keys(ctx: Context) -> list[Finding]:
+    cls, req, a = "task-keys", requirement("task-keys"), ctx.a
+    data = classes.load()
+    keys = [str(t["taskId"]) for t in catalog.suite(REPLAY)["tasks"]]
+    near = {op.name for op in data.from_key}
+    derived = [m for m in classes.sample(cls, ctx.seed, keys=keys, size=EVERY)
+               if m.name in near]
+    members = _distinct(derived + classes.sample(cls, ctx.seed, keys=keys, size=SIZES[cls]))
+    ctx.sizes[cls] = len(members)
+    out = []
+    for m in members:
+        what = f"fixtureRuns key {m.name} {_show(m.value)}"
+        r = a.create(eval_body(REPLAY, {m.value: ctx.own}))
+        out += judges.refused(req, r, what)
+    return out
+
+
+def _task(task_id: str, args: Any) -> dict[str, Any]:
+    return {"taskId": task_id,
+            "input": {"script": [{"call": COUNTER_TOOL, "args": args}, {"decide": "ok"}]},
+            "expected": {"kind": "golden", "match": {"strategy": "exact", "value": "ok"}}}
+
+
+def check_exact_args(ctx: Context) -> list[Finding]:
+    cls, req, a, probe = "exact-args", requirement("exact-args"), ctx.a, ctx.probe
+    a.require_fixture(AGENT_CALL)
+    key = f"sampled-exact-{probe.tag}"
+    recorded = classes.with_recorded({"op": "inc", "key": key}, ctx.seed)
+    members = classes.sample(cls, ctx.seed, args=recorded, size=SIZES[cls])
+    ctx.sizes[cls] = len(members)
+    tasks = {"exact": recorded} | {f"variant-{i}": m.value for i, m in enumerate(members)}
+    doc = {"suiteId": "refsim.sampled.evals.exact-args", "version": "1.0.0", "modes": ["golden"],
+           "tasks": [_task(t, args) for t, args in tasks.items()]}
+    try:
+        suite = a.require_suite(EXACT_SUITE, doc, probe.tag)
+    except Unobservable as exc:  # the seam named with a word after it, as every row does
+        raise Unobservable(f"{exc.reason} (the check registers its suite of variants "
+                           "there)", exc.disposition) from exc
+    source = a.agent_run([{"call": COUNTER_TOOL, "args": recorded}, {"decide": "ok"}])
+    out = [judges.created(req, source.response, "the source, recorded with "
+                          f"{_show(recorded)}"),
+           judges.completed(req, source.completed, "the source")]
+    if source.run_id is None:
+        return out
+    before = probe.count(a, key)
+    run = a.eval(suite, dict.fromkeys(tasks, source.run_id))
+    out += [judges.created(req, run.response, "the replay of every variant"),
+            judges.completed(req, run.completed, "the replay")]
+    out += judges.miss_count(req, run.events, run.summary, "exact", 0)
+    for i, m in enumerate(members):
+        out += [attrs.evolve(f, message=f"{m.name}: {f.message}") for f in
+                judges.miss_count(req, run.events, run.summary, f"variant-{i}", 1)]
+    out.append(judges.counter_unchanged(req, before, probe.count(a, key),
+                                        "the variants' calls"))
+    return out
+
+
+def _waiting(s: Session) -> str | None:
+    r = s.workflow(WAIT_INPUT, {"agentId": RECORDER,
+                                "script": [{"call": COUNTER_TOOL,
+                                            "args": {"op": "read", "key": "sampled"}}]})
+    if r.status != 201 or not isinstance(r.json, dict):
+        return None
+    run_id = str(r.json["runId"])
+    s.events(run_id)  # until it waits
+    return run_id
+
+
+def _completed(obs: Observed) -> str | None:
+    return obs.run_id if obs.completed else None
+
+
+def _make(ctx: Context, state: RunState, s: Session, source: str) -> str | None:
+    """A run of `state` made by `s` (whose usable source is `source`), or None where the
+    host did not make it; `Unobservable` where a fixture or seam it needs is missing."""
+    recipe = state.recipe
+    if recipe == "eval":
+        return _completed(s.eval(SOURCE))
+    if recipe == "eval-of-eval":
+        return _completed(s.eval(REPLAY, {"record": source}))
+    if recipe == "workflow":
+        s.require_fixture(AGENT_CALL)
+        return _completed(s.agent_run([{"call": COUNTER_TOOL,
+                                        "args": {"op": "read", "key": "sampled"}},
+                                       {"decide": "ok"}]))
+    if recipe == "noop":
+        s.require_fixture(NOOP)
+        r = s.workflow(NOOP)
+        run_id = r.json.get("runId") if r.status == 201 and isinstance(r.json, dict) else None
+        if isinstance(run_id, str):
+            s.events(run_id)
+            return run_id
+        return None
+    if recipe == "erased":
+        s.require_fixture(AGENT_CALL)
+        if not ctx.a.surface.offers(SEAM_ERASE):
+            _missing(SEAM_ERASE)
+        made = _completed(s.agent_run([{"call": COUNTER_TOOL,
+                                        "args": {"op": "read", "key": "sampled"}},
+                                       {"decide": "ok"}]))
+        if made is not None:
+            s.require_erase(made)
+        return made
+    s.require_fixture(WAIT_INPUT)
+    if recipe == "resolved" and not ctx.a.surface.offers(SEAM_RESOLVE):
+        _missing(SEAM_RESOLVE)
+    waiting = _waiting(s)
+    if waiting is None or recipe == "waiting":
+        return waiting
+    if recipe == "cancelled":
+        done = s.request("POST", run_path(waiting, "/cancel"), json={})
+        s.events(waiting)  # until it is cancelled (a host may get there after answering)
+        return waiting if done.status == 200 else None
+    s.require_resolve(waiting)  # resolved
+    s.events(waiting)
+    return waiting
+
+
+def _missing(seam: str) -> None:
+    raise Unobservable(f"the host does not advertise the conformance seam {seam}")
+
+
+# The recipes this check makes (the machine makes the rest: a failed call, calls not held,
+# several trials).
+MADE_HERE = frozenset({"eval", "eval-of-eval", "workflow", "noop", "erased", "waiting",
+                       "cancelled", "resolved"})
+
+
+def check_run_states(ctx: Context) -> list[Finding]:
+    cls, req, a = "run-states", requirement("run-states"), ctx.a
+    pool = [m for m in classes.sample(cls, ctx.seed, size=EVERY)
+            if m.value[0].recipe in MADE_HERE and (ctx.has_b or m.value[1] == "caller")]
+    random.Random(f"{ctx.seed}:{cls}:pick").shuffle(pool)
+    members = pool[:SIZES[cls]]
+    ctx.sizes[cls] = len(members)
+    unknown = judges.control_value(ctx.own)
+    first = a.create(_replay_body(unknown))
+    out = judges.refused(req, first, "an unknown id")
+    out.append(judges.no_echo(req, first, [unknown], "an unknown id"))
+    asks: list[tuple[str, Callable[[], Response]]] = [("an unknown id",
+                                                       _ask(a, _replay_body(unknown)))]
+    answers = [first]
+    skipped = []
+    for m in members:
+        state, owner = m.value
+        mine = owner == "caller"
+        s = ctx.a if mine else ctx.b
+        try:
+            made = _make(ctx, state, s, ctx.own if mine else str(ctx.foreign))
+        except Unobservable as exc:
+            skipped.append(f"{m.name} ({exc.reason})")
+            continue
+        out.append(judges.done(req, made is not None, f"{m.name}: made"))
+        if made is None:
+            continue
+        r = a.create(_replay_body(made))
+        what = f"a source {m.name}"
+        if mine and state.usable is True:
+            out.append(judges.created(req, r, f"{what}, usable"))
+            continue
+        out += judges.refused(req, r, what)
+        out.append(_no_echo(ctx, req, r, made, what, _replay_body, first))
+        asks.append((what, _ask(a, _replay_body(made))))
+        answers.append(r)
+    if skipped:
+        ctx.notes[cls] = "not made here: " + "; ".join(skipped)
+    if len(asks) > 1:
+        out.append(alike(req, asks, answers, ctx.noise))
+    return out
+
+
+def _code(r: Response) -> str:
+    return str(r.json.get("error")) if isinstance(r.json, dict) else ""
+
+
+def check_owner_routes(ctx: Context) -> list[Finding]:
+    cls, req, a, b = "owner-routes", requirement("owner-routes"), ctx.a, ctx.b
+    if not ctx.has_b:
+        raise _no_b()
+    data = classes.load()
+    routes, skipped = [], []
+    for m in classes.sample(cls, ctx.seed, size=SIZES[cls]):
+        needs = m.value.needs
+        if needs == "replay" and not a.surface.family("replay"):
+            skipped.append(f"{m.name} (no replay family)")
+        elif needs is not None and needs.startswith("seam:") and not _offers_seam(
+                a, needs.removeprefix("seam:")):
+            skipped.append(f"{m.name} (no {needs.removeprefix('seam:')} seam)")
+        else:
+            routes.append(m.value)
+    ctx.sizes[cls] = len(routes) * len(data.spellings) + len(data.idempotent)
+    if skipped:
+        ctx.notes[cls] = "not asked: " + "; ".join(skipped)
+    rid = ctx.replay
+    unknown = judges.control_value(rid)
+    events = a.events(rid)
+    before = [(e.get("type"), e.get("payload")) for e in events]
+    content = [c for call in judges.recorded_calls(events, RECORDER) for c in call]
+    out: list[Finding] = []
+    for route in routes:
+        body = route.body if route.body is not None else NO_BODY
+        for spelling in data.spellings:
+            what = f"tenant B asks {route.method} {route.name} (the id {spelling.name})"
+            r = b.request(route.method, classes.spelt(route, rid, spelling), json=body)
+            u = b.request(route.method, classes.spelt(route, unknown, spelling), json=body)
+            out += judges.refused_registered(req, r, what)
+            out.append(judges.refused_as(req, r, f"{what}, as for an unknown id",
+                                         status=u.status, code=_code(u)))
+            out.append(judges.nothing_of_run(req, r, rid, content, what))
+    for spec in data.idempotent:
+        key = {"Idempotency-Key": f"refsim-sampled-{nonce()}"}
+        made = a.request("POST", "/runs", _replay_body(ctx.own), key)
+        name = spec.get("name", "?")
+        out.append(judges.created(req, made, f"{name}: the owner's create"))
+        first = made.json.get("runId") if isinstance(made.json, dict) else None
+        if not isinstance(first, str):
+            continue
+        other = ctx.foreign or judges.control_value(ctx.own)
+        body = {"same": _replay_body(ctx.own), "other-source": _replay_body(other),
+                "without-fixture-runs": eval_body(REPLAY)}[spec.get("body", "same")]
+        s = b if spec.get("who") == "another-tenant" else a
+        r = s.request("POST", "/runs", body, key)
+        what = f"{name}: asked again under the owner's Idempotency-Key"
+        out.append(judges.code_registered(req, r))
+        out.append(judges.nothing_of_run(req, r, first, [], what))
+    after = [(e.get("type"), e.get("payload")) for e in a.events(rid)]
+    out.append(judges.unchanged(req, before, after, "tenant A's eval run, after tenant B's "
+                                "tries"))
+    return out
+
+
+def _offers_seam(session: Session, name: str) -> bool:
+    """A seam the data names by its last part (`erase` for `runs:erase`)."""
+    return any(s == name or s.endswith(":" + name) for s in session.surface.seams)
+
+
+def check_request_headers(ctx: Context) -> list[Finding]:
+    cls, req, a = "request-headers", requirement("request-headers"), ctx.a
+    if not ctx.has_b or ctx.foreign is None:
+        raise _no_b()
+    members = classes.sample(cls, ctx.seed, size=SIZES[cls])
+    ctx.sizes[cls] = len(members)
+    unknown = judges.control_value(ctx.foreign)
+    out: list[Finding] = []
+    for m in members:
+        def headers(spec: Mapping[str, str] = m.value) -> dict[str, str]:
+            return classes.headers_for(spec, lambda: f"refsim-sampled-{nonce()}")
+        asks = [(f"tenant B's run, {m.name}", _ask(a, _replay_body(ctx.foreign), headers)),
+                (f"an unknown id, {m.name}", _ask(a, _replay_body(unknown), headers))]
+        first = [ask() for _, ask in asks]
+        for (what, _), r in zip(asks, first, strict=True):
+            out += judges.refused(req, r, what)
+        out.append(alike(req, asks, first, ctx.noise))
+    return out
+
+
+def _no_b() -> Unobservable:
+    return Unobservable("no second tenant's API key (--tenant-b-api-key or "
+                        "OPENWOP_TEST_TENANT_B_API_KEY)")
+
+
+CHECKS: Mapping[str, Callable[[Context], list[Finding]]] = {
+    "source-values": check_source_values, "task-keys": check_task_keys,
+    "exact-args": check_exact_args, "run-states": check_run_states,
+    "owner-routes": check_owner_routes, "request-headers": check_request_headers}
+
+
+# ----------------------------------------------------------------------------- the part
+
+
+def run_sampled(make_host: Callable[[], HostClient], prefix: str | None = None, *,
+                keys: Mapping[str, str] | None = None, seed: int = 0) -> list[Row]:
+    """One row per class (those `prefix` matches), each on a sample drawn with `seed`, all
+    on one host (`make_host()` once)."""
+    from refsim.check.runner import matches
+    wanted = [c for c in CLASS_NAMES if matches(prefix, Row.unjudged(
+        requirement(c), SCENARIO, Disposition.SKIPPED, "-", check_id(c)))]
+    if not wanted:
+        return []
+    keys = dict(keys or KEYS)
+    host = make_host()
+    a = Session(host, keys[TENANT_A])
+    gated = gate(a.surface)
+    if not gated.applies:
+        return [Row.unjudged(requirement(c), SCENARIO, gated.disposition, str(gated.reason),
+                             check_id(c)) for c in wanted]
+    inspector = inspector_of(host)
+    has_b = TENANT_B in keys
+    probe = Probe(host, Session(host, keys[TENANT_A], inspector),
+                  Session(host, keys.get(TENANT_B, keys[TENANT_A]), inspector), inspector)
+    setup, ctx = _setup(probe, seed, has_b)
+    rows = []
+    for cls in wanted:
+        req = requirement(cls)
+        if ctx is None:
+            rows.append(Row.judged(req, SCENARIO, setup, check_id(cls)))
+            continue
+        try:
+            found = CHECKS[cls](ctx)
+        except Unobservable as exc:
+            rows.append(Row.unjudged(req, SCENARIO, exc.disposition, exc.reason,
+                                     check_id(cls)))
+            continue
+        except Exception as exc:  # a check that crashes on a host fails, with why
+            found = [judges.could_not_go_on(req, f"the sampled class {cls}", f"raised {exc!r}")]
+        row = Row.judged(req, SCENARIO, [attrs.evolve(f, requirement_id=req) for f in setup]
+                         + found, check_id(cls))
+        note = f"; {ctx.notes[cls]}" if cls in ctx.notes else ""
+        rows.append(attrs.evolve(row, detail=f"{ctx.sizes.get(cls, 0)} sampled (seed {seed})"
+                                 f"{note}; {row.detail}"))
+    return rows
+
+
+def _setup(probe: Probe, seed: int, has_b: bool) -> tuple[list[Finding], Context | None]:
+    """The caller's usable source, an eval run replaying it, and tenant B's source."""
+    req = requirement("source-values")
+    a, b = probe.a, probe.b
+    own = a.eval(SOURCE)
+    out = [judges.created(req, own.response, "positive control: the caller's source run"),
+           judges.completed(req, own.completed, "the caller's source run")]
+    if own.run_id is None:
+        return out, None
+    replay = a.create(_replay_body(own.run_id))
+    out.append(judges.created(req, replay, "positive control: the caller's own source, "
+                              "as it is, accepted"))
+    replay_id = replay.json.get("runId") if isinstance(replay.json, dict) else None
+    if not isinstance(replay_id, str):
+        return out, None
+    a.events(replay_id)
+    foreign = None
+    if has_b:
+        theirs = b.eval(SOURCE)
+        out.append(judges.created(req, theirs.response, "tenant B's source run"))
+        foreign = theirs.run_id
+        if foreign is None:
+            return out, None
+    return out, Context(probe, seed, has_b, own.run_id, replay_id, foreign, noise_of_host(a))
+
+
+_SIZE_RE = re.compile(r"^(\d+) sampled \(seed (-?\d+)\)")
+
+
+def sample_sizes(rows: Sequence[Row]) -> dict[str, int]:
+    """How many members each class's row judged, by class, as its detail says."""
+    out = {}
+    for row in rows:
+        found = _SIZE_RE.match(row.detail) if row.scenario_id == SCENARIO else None
+        if found is not None:
+            out[row.check_id.removeprefix("sampled-")] = int(found.group(1))
+    return out
+
+
+def sizes_line(rows: Sequence[Row], seed: int) -> str | None:
+    """One line: each class's sample size and the seed (None where no class was sampled)."""
+    sizes = sample_sizes(rows)
+    if not sizes:
+        return None
+    return (f"sampled from specs/classes.yaml (--seed {seed}): "
+            + ", ".join(f"{cls} {n}" for cls, n in sizes.items()))
+
+
+__all__ = ["CHECKS", "SCENARIO", "SIZES", "check_id", "requirement", "run_sampled",
+           "sample_sizes", "sizes_line"]
