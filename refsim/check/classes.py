@@ -30,7 +30,8 @@ CLASS_NAMES = ("source-values", "run-states", "task-keys", "exact-args", "owner-
                "request-headers")
 # The operations a `from-id` / `from-key` member may name, one key each (besides `name`).
 TEXT_OPS = frozenset({"case", "before", "after", "insert", "cut", "repeat", "replace",
-                      "percent", "fullwidth", "lookalike", "wrap", "splice", "project"})
+                      "percent", "fullwidth", "lookalike", "wrap", "splice", "project",
+                      "shift"})
 ARG_OPS = frozenset({"numbers", "booleans", "strings", "lists", "nulls", "add", "drop",
                      "wrap"})
 RECIPES = frozenset({"eval", "workflow", "eval-of-eval", "trials", "cancelled", "waiting",
@@ -247,6 +248,8 @@ def derive(op: Op, text: str, other: str | None = None, at: int = 0) -> Any:
     elif "replace" in spec:
         old, new = spec["replace"]
         out = text.replace(str(old), str(new))
+    elif "shift" in spec:
+        out = shifted(text)
     elif "project" in spec:
         out = project(text)
     elif "percent" in spec:
@@ -268,6 +271,18 @@ def derive(op: Op, text: str, other: str | None = None, at: int = 0) -> Any:
     else:
         raise ValueError(f"no operation in {dict(spec)}")
     return None if out == text or out is None else out
+
+
+def shifted(text: str) -> str:
+    """`text` with its last ASCII letter or digit moved to the next one of its kind (z to
+    a, 9 to 0): the same length and shape, another value."""
+    for index in range(len(text) - 1, -1, -1):
+        c = text[index]
+        for first, size in (("a", 26), ("A", 26), ("0", 10)):
+            if ord(first) <= ord(c) < ord(first) + size:
+                moved = chr(ord(first) + (ord(c) - ord(first) + 1) % size)
+                return text[:index] + moved + text[index + 1:]
+    return text
 
 
 def splice_points(a: str, b: str) -> list[int]:
@@ -483,5 +498,5 @@ def spelt(route: Route, run_id: str, spelling: Op) -> str:
 
 
 __all__ = ["CLASS_NAMES", "ClassDataError", "Classes", "Member", "Op", "Route", "RunState",
-           "derive", "headers_for", "load", "nfkc", "sample", "spelt", "splice_points",
+           "derive", "headers_for", "load", "nfkc", "sample", "shifted", "spelt", "splice_points",
            "vary", "with_recorded"]

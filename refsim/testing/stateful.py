@@ -1458,6 +1458,16 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         content = [v for c in run.calls for v in (c.args, c.outcome, c.error)
                    if isinstance(v, dict | list) and v]
         judged(judges.nothing_of_run(req_id("0252.tenant-isolation"), r, run_id, content, what))
+        # Another tenant's run reads as no run on this route too: the same route asked for
+        # an id of the same shape that names no run gets the same status and code.
+        control = classes.shifted(run_id)
+        if control != run_id and control not in self.model.runs:
+            asked = self._checked(caller, self._session(caller).request(
+                chosen.method, classes.spelt(chosen, control, _op(data.spellings, spelling)),
+                json=body))
+            judged(judges.uniform(req_id("0252.tenant-isolation"),
+                                  [(f"{route} of {run.tenant}'s run", r),
+                                   (f"{route} of an id of no run", asked)], exact=False))
         self._count("owner-route:" + route)
 
     @precondition(lambda self: self.offer.recorded)
