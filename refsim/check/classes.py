@@ -358,6 +358,30 @@ def _same_json(a: Any, b: Any) -> bool:
     return bool(canonical(a) == canonical(b))
 
 
+def member_names(cls: str) -> list[str]:
+    """Every member of `cls` under the name the machine counts it by (`refsim fuzz`)."""
+    data = load()
+    if cls == "source-values":
+        return ([f"value {i}" for i in range(len(data.values))]
+                + [f"pattern {p}" for p in data.value_patterns]
+                + [op.name for op in (*data.from_id, *data.from_two_ids)])
+    if cls == "run-states":
+        return [f"{s.name} ({owner})" for s in data.run_states for owner in data.owners]
+    if cls == "task-keys":
+        return ([f"value {v!r}" for v in data.key_values]
+                + [f"pattern {p}" for p in data.key_patterns]
+                + [op.name for op in data.from_key])
+    if cls == "exact-args":
+        return ([f"recorded {i}" for i in range(len(data.recorded_args))]
+                + [op.name for op in data.arg_variants])
+    if cls == "owner-routes":
+        return ([f"{r.name} ({op.name})" for r in data.routes for op in data.spellings]
+                + [str(m["name"]) for m in data.idempotent])
+    if cls == "request-headers":
+        return [name for name, _ in data.headers]
+    raise KeyError(f"no class {cls!r}; the classes are {', '.join(CLASS_NAMES)}")
+
+
 # ----------------------------------------------------------------------------- check's sample
 
 @attrs.frozen
@@ -498,5 +522,5 @@ def spelt(route: Route, run_id: str, spelling: Op) -> str:
 
 
 __all__ = ["CLASS_NAMES", "ClassDataError", "Classes", "Member", "Op", "Route", "RunState",
-           "derive", "headers_for", "load", "nfkc", "sample", "shifted", "spelt", "splice_points",
-           "vary", "with_recorded"]
+           "derive", "headers_for", "load", "member_names", "nfkc", "sample", "shifted",
+           "spelt", "splice_points", "vary", "with_recorded"]

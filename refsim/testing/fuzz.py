@@ -342,9 +342,26 @@ def report(result: FuzzResult, out: TextIO, target: FuzzTarget | None = None) ->
     print(f"passed: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
           f"{machine.requests_made} request(s) by its rules"
           + sent_over_http(machine.http_sent, machine.steps_taken), file=out)
+    _print_drawn(machine, out)
     offered = machine.offered
     unoffered = offered.unoffered(len(machine.tenant_keys)) if offered is not None else {}
     return _print_branches(machine.branches, out, unoffered)
+
+
+def _print_drawn(machine: type[RecordedFixturesMachine], out: TextIO) -> None:
+    """The explicit programs the run began with, and how many members of each class of
+    specs/classes.yaml it drew (programs and random steps together)."""
+    from refsim.check.classes import CLASS_NAMES, member_names
+    if machine.programs_run:
+        print("explicit programs, before anything random (the class sweep): " + ", ".join(
+            f"{name} x{count}" for name, count in machine.programs_run.items()), file=out)
+    print("class members drawn (specs/classes.yaml):", file=out)
+    for cls in CLASS_NAMES:
+        names = member_names(cls)
+        drawn = {n: c for key, c in machine.drawn.items()
+                 for n in [key.split(": ", 1)[1]] if key.startswith(cls + ": ")}
+        hit = sum(1 for n in names if drawn.get(n))
+        print(f"  {cls:<16} {hit}/{len(names)} members, {sum(drawn.values())} draws", file=out)
 
 
 # ------------------------------------------------------------------ shrinking for display

@@ -783,7 +783,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         run.kind = "cancelled"
         self._settled.discard(run_id)
         self._count("source:cancelled")
-        self._drew("run-states", "cancelled-after-calls")
+        self._drew("run-states", "cancelled-after-calls (caller)")
         if self.narrate:
             note(f"{run.tenant} cancelled {run_id}")
 

@@ -79,6 +79,9 @@ class Mutant:
     # Why its fault cannot show on the wire, when it cannot: then only the in-process
     # checker (with the simulator's inside) can kill it.
     inside_only: str | None = None
+    # Its fault is only in how long answers take: the latency rows judge it; the machine
+    # times nothing (its steps run in any order, on a host that may be busy).
+    timing_only: bool = False
 
     @property
     def doc(self) -> str:
@@ -1633,7 +1636,8 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("leaves-a-failed-run", "§B: an unusable source is refused before the run starts "
            "(here a failed run is left behind)", edge=_leaves_a_run),
     Mutant("slower-for-foreign-runs", "Security (SHOULD): another tenant's run reads as no "
-           "run, in time too (here 5 ms slower to refuse)", _swap(sources=_SlowerForeign)),
+           "run, in time too (here 5 ms slower to refuse)", _swap(sources=_SlowerForeign),
+           timing_only=True),
     # -- a second campaign
     Mutant("foreign-cancelled-refused-apart", "§C: another tenant's run is refused with the "
            "same status and code, whatever it is (here 404 for a cancelled or failed one)",
@@ -1675,7 +1679,7 @@ ZOO: tuple[Mutant, ...] = (
            edge=_entries_packed(lambda b: base64.b64encode(zlib.compress(b)).decode())),
     Mutant("slower-for-foreign-waiting-runs", "Security (SHOULD): another tenant's run reads "
            "as no run, in time too (here 5 ms slower for one not finished)",
-           _swap(sources=_SlowerForeignWaiting)),
+           _swap(sources=_SlowerForeignWaiting), timing_only=True),
     Mutant("accepts-with-idempotency-key", "§C: a usable source is terminal (here a waiting "
            "one is taken when the create carries an Idempotency-Key)",
            edge=_keyed_accepts_waiting),
@@ -1709,7 +1713,7 @@ ZOO: tuple[Mutant, ...] = (
            "each)", edge=_first_ask_marked()),
     Mutant("slow-tail-for-foreign", "Security (SHOULD): another tenant's run reads as no run, "
            "in time too (here a quarter of its refusals 30 ms slower)",
-           edge=_slow_tail_for_foreign()),
+           edge=_slow_tail_for_foreign(), timing_only=True),
     Mutant("problem-json-oracle", "§C: every unusable source is refused with the same "
            "status and code (here 403 for another tenant's run when the client asks for "
            "application/problem+json)", edge=_problem_json_oracle),

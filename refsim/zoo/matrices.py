@@ -80,6 +80,8 @@ class Kill:
         out: dict[str, Any] = {"mutant": self.mutant.name, "breaks": self.mutant.breaks,
                                "killed": self.killed, "checker": list(self.checker),
                                "findings": dict(self.findings)}
+        if self.mutant.timing_only:
+            out["timingOnly"] = True
         if self.http is not None:
             out["http"] = self.http.to_json()
         if self.machine is not None:
@@ -342,6 +344,15 @@ def print_matrix(kills: Sequence[Kill] | dict[str, Any], out: TextIO) -> int:
     survivors = [d["mutant"] for d in docs if not d["killed"]]
     http_docs = [d for d in docs if d.get("http") is not None]
     print(f"\n{len(docs) - len(survivors)}/{len(docs)} faulty hosts killed", file=out)
+    judged = [d for d in docs if d.get("machine", "absent") != "absent"]
+    if judged:
+        unkilled = [d for d in judged if d["machine"] is None]
+        timing = [str(d["mutant"]) for d in unkilled if d.get("timingOnly")]
+        others = [str(d["mutant"]) for d in unkilled if not d.get("timingOnly")]
+        print(f"the machine alone: {len(judged) - len(unkilled)}/{len(judged)} killed"
+              + (f"; timing-only, left to the latency rows: {', '.join(timing)}"
+                 if timing else "")
+              + (f"; missed: {', '.join(others)}" if others else ""), file=out)
     if http_docs:
         tried = [d for d in http_docs if "skipped" not in d["http"]]
         killed = sum(1 for d in tried if d["http"].get("killed"))
