@@ -37,9 +37,11 @@ def _faulty_factory(made: list[int]) -> HostClient:
 
 def _plant(db: Path) -> FuzzResult:
     """Find a counterexample against the faulty host, without shrinking, into `db` (as
-    `refsim fuzz --mutant FAULTY --database db` keeps it)."""
+    `refsim fuzz --mutant FAULTY --database db` keeps it). Without the class sweep: its
+    programs would find it first, and a program's failure is found again by every run,
+    never saved."""
     planted = run_machine(lambda: _faulty_factory([]), max_examples=200, steps=STEPS,
-                          seed_value=0, shrink=False,
+                          seed_value=0, shrink=False, programs=False,
                           database=FuzzTarget(recipe=mutant(FAULTY)).database(db, STEPS))
     assert not planted.passed, "the machine should kill serves-miss-live"
     assert db.is_dir() and any(db.rglob("*")), "nothing was saved in the database"
@@ -52,7 +54,7 @@ def test_a_planted_counterexample_is_replayed_on_the_first_example(tmp_path: Pat
     made: list[int] = []
     # A new machine class over a new factory: the key is the machine's, not the factory's.
     again = run_machine(lambda: _faulty_factory(made), max_examples=1, steps=STEPS,
-                        shrink=False,
+                        shrink=False, programs=False,
                         database=FuzzTarget(recipe=mutant(FAULTY)).database(db, STEPS))
     assert not again.passed
     assert again.requirement_id == planted.requirement_id
@@ -91,7 +93,7 @@ def test_replay_against_a_sound_host_reports_nothing_failed_and_loses_nothing(
     # sound host never saw the faulty host's, which is still there and still fails.
     assert sorted(str(p.relative_to(db)) for p in db.rglob("*")) == saved
     again = run_machine(lambda: _faulty_factory([]), max_examples=1, steps=STEPS,
-                        shrink=False,
+                        shrink=False, programs=False,
                         database=FuzzTarget(recipe=mutant(FAULTY)).database(db, STEPS))
     assert not again.passed and again.requirement_id == planted.requirement_id
 

@@ -212,8 +212,10 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
     test = machine_test(machine, config)
     if seed_value is not None:
         test = _seeded(test, seed_value, db)
+    from refsim.testing.stateful import JUDGED
     from refsim.wire.httpclient import HttpClient
     sent = HttpClient.sent
+    judged_before = collections.Counter(JUDGED)
     try:
         if programs and Phase.generate in phases:
             failed = run_programs(machine)
@@ -222,6 +224,7 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
         return _run_test(test, machine, stoppable)
     finally:
         machine.http_sent = HttpClient.sent - sent
+        machine.judged_counts = JUDGED - judged_before
 
 
 def run_programs(machine: type[RecordedFixturesMachine]) -> FuzzResult | None:
@@ -362,6 +365,13 @@ def _print_drawn(machine: type[RecordedFixturesMachine], out: TextIO) -> None:
                  for n in [key.split(": ", 1)[1]] if key.startswith(cls + ": ")}
         hit = sum(1 for n in names if drawn.get(n))
         print(f"  {cls:<16} {hit}/{len(names)} members, {sum(drawn.values())} draws", file=out)
+    from refsim.check.invariants import load_invariants
+    print("invariant rows (invariants/invariants.yaml), judged after the steps that bear on "
+          "them: findings under the row's requirement, held/checked", file=out)
+    for row in load_invariants():
+        held = machine.judged_counts[(row.requirement_id, True)]
+        checked = held + machine.judged_counts[(row.requirement_id, False)]
+        print(f"  {row.id:<40} {held}/{checked}", file=out)
 
 
 # ------------------------------------------------------------------ shrinking for display

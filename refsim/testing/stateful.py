@@ -211,9 +211,15 @@ def expect(condition: bool, requirement_id: str, message: str) -> None:
         raise RequirementViolated(requirement_id, message)
 
 
+# Every finding the machine's judges gave in this process, by requirement id: how often a
+# requirement (an invariant row's, say) was checked, and how often it held.
+JUDGED: collections.Counter[tuple[str, bool]] = collections.Counter()
+
+
 def judged(finding: Finding) -> None:
     """The machine's verdicts are the checker's judges' (`refsim.check.judges`): a failed
     finding fails the step."""
+    JUDGED[(finding.requirement_id, finding.ok)] += 1
     if not finding.ok:
         expect(False, finding.requirement_id, finding.message)
 
@@ -348,6 +354,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     drawn: ClassVar[collections.Counter[str]] = collections.Counter()
     # The explicit programs run before anything random (refsim.testing.programs).
     programs_run: ClassVar[collections.Counter[str]] = collections.Counter()
+    # The findings of this class's run, (requirement id, held) -> count (from `JUDGED`).
+    judged_counts: ClassVar[collections.Counter[tuple[str, bool]]] = collections.Counter()
     requests_made: ClassVar[int] = 0
     # Over HTTP, every request the run sent (set by `refsim.testing.fuzz.run_machine`).
     http_sent: ClassVar[int] = 0
@@ -1015,6 +1023,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                                 run.expected_misses))
         first, again = session.summary(run.id), session.summary(run.id)
         if first is not None:
+            for finding in judges.content_free(req_id("0252.summary-content-free"), first,
+                                               events):
+                judged(finding)
             judged(judges.summary_reread_alike(req_id("0252.miss-count-reported"), first,
                                                again))
             for finding in judges.miss_count(req_id("0252.miss-count-reported"), events,
@@ -1072,7 +1083,10 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         supplied, nothing minted (in process), and, for a value a run id could be
         (`exact`), every client-visible part alike with every other kind of unusable
         source this caller was refused under the same request headers."""
-        judged(judges.refused_as(req_id("0252.source-refused"), r,
+        # Another tenant's run is eval-fixture-run-tenant-scoped's case (the source-uniform
+        # leg): refused as no run is; every other unusable source, source-refused's.
+        judged(judges.refused_as(req_id("0252.source-uniform" if kind == "foreign"
+                                        else "0252.source-refused"), r,
                                  f"an unusable source ({kind})"))
         texts = [v for v in supplied if isinstance(v, str) and v]
         controls: list[Response] = []
@@ -1718,7 +1732,8 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
         "client_factory": staticmethod(factory), "extended": extended,
         "tenant_keys": dict(keys or TENANTS), "offered": None, "noise": None, "broken": set(),
         "branches": collections.Counter(), "drawn": collections.Counter(),
-        "programs_run": collections.Counter(), "requests_made": 0,
+        "programs_run": collections.Counter(), "judged_counts": collections.Counter(),
+        "requests_made": 0,
         "http_sent": 0, "steps_taken": 0,
         "examples_run": 0, "kept": None})
 
