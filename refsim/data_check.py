@@ -20,6 +20,7 @@ _LOADERS = (
     ("specs/requirements.yaml", "refsim.check.registry", "load_registry"),
     ("specs/assumptions.yaml", "refsim.check.assume", "assumables"),
     ("invariants/invariants.yaml", "refsim.check.invariants", "load_invariants"),
+    ("specs/classes.yaml", "refsim.check.classes", "load"),
 )
 
 

@@ -23,7 +23,7 @@ DEFAULT_OUT = paths.SPECS / "REFERENCE.md"
 ANSWERS = paths.SPECS / "error-answers.yaml"
 SOURCES = ("specs/requirements.yaml", "specs/examples/", "invariants/invariants.yaml",
            "specs/assumptions.yaml", "specs/error-answers.yaml", "specs/error-registry.json",
-           "specs/falsifiability.yaml", "specs/falsified.json")
+           "specs/falsifiability.yaml", "specs/falsified.json", "specs/classes.yaml")
 
 
 @attrs.frozen
@@ -231,6 +231,8 @@ def render() -> str:
            f"{len(tool_errors)} tool error codes",
            "- [The example vocabulary](#the-example-vocabulary): the actions and "
            "expectations an example row is written in, and what runs over HTTP",
+           "- [The classes](#the-classes): the RFC's classes, each member the machine draws "
+           "and `refsim check` samples",
            "- [Faulty hosts](#faulty-hosts): the zoo the kill matrix judges",
            "- [Falsifiability, computed](#falsifiability-computed): the RFC's table beside "
            "the one `refsim falsify` computes from the zoo", "",
@@ -248,9 +250,28 @@ def render() -> str:
     out += _assumptions(assumptions)
     out += ["## Error codes", "", *_errors(answers, tool_errors)]
     out += ["", *_vocabulary()]
+    out += ["", *_classes()]
     out += ["", *_zoo()]
     out += ["", *_falsified()]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _classes() -> list[str]:
+    """specs/classes.yaml: each class, its RFC line, and every member by the name the
+    machine counts it under (`refsim fuzz` prints how many of each it drew)."""
+    from refsim.check import classes
+    data = classes.load()
+    out = ["## The classes", "",
+           "Written once in `specs/classes.yaml`. The stateful machine draws every class "
+           "(its class sweep draws every member once, before anything random); `refsim "
+           "check` takes a bounded, seeded sample of each (`--seed`). A member added there "
+           "appears here, in `refsim fuzz`'s counts and in `check`'s sample.", ""]
+    for cls in classes.CLASS_NAMES:
+        names = classes.member_names(cls)
+        out += [f"### `{cls}` ({len(names)} members)", "", _cell(data.rfc[cls]), "",
+                ", ".join(f"`{_cell(repr(n) if n != n.strip() or not n.isprintable() else n)}`"
+                          for n in names), ""]
+    return out
 
 
 def _vocabulary() -> list[str]:

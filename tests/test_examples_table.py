@@ -396,3 +396,18 @@ def test_a_missing_seam_blocks_a_row_but_hides_no_breach_the_wire_shows() -> Non
     assert faulty.disposition is Disposition.EXECUTED_FAIL
     assert "replay: answered 201, not a refusal" in faulty.detail
     assert "and not judged: " in faulty.detail and unseen in faulty.detail
+
+
+def test_a_row_that_raises_is_blocked_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row whose run raises is refsim's fault, never the host's: blocked, naming the
+    exception and where refsim raised it (a traceback once escaped `refsim check`)."""
+    from refsim.check import examples
+
+    def broken(self: Any) -> Any:
+        raise IndexError("list index out of range")
+    monkeypatch.setattr(examples._RowRun, "run", broken)
+    example = load_examples()[0]
+    row = run_example(example, SimHost(seed=0))
+    assert row.disposition is Disposition.BLOCKED
+    assert f"the row {example.id} raised IndexError" in row.detail
+    assert "refsim's fault, not the host's" in row.detail

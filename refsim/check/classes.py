@@ -358,11 +358,16 @@ def _same_json(a: Any, b: Any) -> bool:
     return bool(canonical(a) == canonical(b))
 
 
+def value_name(value: Any) -> str:
+    """A source value's member name: `value` and its JSON text."""
+    return f"value {canonical(value)}"
+
+
 def member_names(cls: str) -> list[str]:
     """Every member of `cls` under the name the machine counts it by (`refsim fuzz`)."""
     data = load()
     if cls == "source-values":
-        return ([f"value {i}" for i in range(len(data.values))]
+        return ([value_name(v) for v in data.values]
                 + [f"pattern {p}" for p in data.value_patterns]
                 + [op.name for op in (*data.from_id, *data.from_two_ids)])
     if cls == "run-states":
@@ -447,7 +452,7 @@ def sample(cls: str, seed: int, *, ids: Sequence[str] = (), keys: Sequence[str] 
     rng = random.Random(f"{seed}:{cls}")
     pool: list[Member] = []
     if cls == "source-values":
-        pool += [Member(cls, f"value {i}", v) for i, v in enumerate(data.values)]
+        pool += [Member(cls, value_name(v), v) for v in data.values]
         for pattern in data.value_patterns:
             drawn = _regex_example(rng, pattern)
             if drawn is not None:
@@ -523,4 +528,4 @@ def spelt(route: Route, run_id: str, spelling: Op) -> str:
 
 __all__ = ["CLASS_NAMES", "ClassDataError", "Classes", "Member", "Op", "Route", "RunState",
            "derive", "headers_for", "load", "member_names", "nfkc", "sample", "shifted",
-           "spelt", "splice_points", "vary", "with_recorded"]
+           "spelt", "splice_points", "value_name", "vary", "with_recorded"]

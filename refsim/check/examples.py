@@ -23,7 +23,7 @@ import yaml
 from refsim import catalog, paths, schemas, yaml_data
 from refsim.check import judges
 from refsim.check.expectations import EXPECTATIONS, Invalid, names_needing_run
-from refsim.check.findings import Disposition, Finding, Row
+from refsim.check.findings import Disposition, Finding, Row, check_raised
 from refsim.check.observe import (
     COUNTER_TOOL,
     KEYS,
@@ -863,6 +863,9 @@ def run_example(example: Example, host: HostClient, *,
     except Unobservable as exc:
         return Row.unjudged(example.requirement_id, SCENARIO, exc.disposition,
                             f"the host ({host.name}): {exc.reason}", check_id=example.id)
+    except Exception as exc:  # refsim's fault, never the host's: blocked, with where
+        return Row.unjudged(example.requirement_id, SCENARIO, Disposition.BLOCKED,
+                            check_raised(f"the row {example.id}", exc), check_id=example.id)
     if run.blocked:
         unseen = f"the host ({host.name}): " + "; ".join(run.blocked)
         if all(f.ok for f in findings):  # nothing it saw failed, yet not all was seen

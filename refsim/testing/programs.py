@@ -88,8 +88,8 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
                                       "caller": None}) for op in data.from_id]
     steps += [Step("refuse_derived", {"run_id": other, "hows": [op.name], "header": "plain",
                                       "caller": None}) for op in data.from_id]
-    steps += [Step("refuse_value", {"caller": me, "member": (f"value {i}", v),
-                                    "header": "plain"}) for i, v in enumerate(data.values)]
+    steps += [Step("refuse_value", {"caller": me, "member": (classes.value_name(v), v),
+                                    "header": "plain"}) for v in data.values]
     steps += [Step("refuse_spliced", {"first": own, "second": other, "at": at})
               for at in range(4)]
     out.append(Program("source-values", tuple(steps)))
@@ -116,8 +116,10 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
     for key in keys:
         steps.append(Step("refuse_fields", {"caller": me, "source_id": own,
                                             "kind": "key-not-task", "how": None, "key": key}))
-        steps.append(Step("replay_map", {"first": own, "second": own, "shape": "near-key",
-                                         "reverse": True, "key": key}))
+        for reverse in (False, True):  # the key at fault second, then first
+            steps.append(Step("replay_map", {"first": own, "second": own,
+                                             "shape": "near-key", "reverse": reverse,
+                                             "key": key}))
     for shape in ("both", "one-named", "conflict"):
         for reverse in (False, True):
             for second in (own, other):

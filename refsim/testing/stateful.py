@@ -124,7 +124,7 @@ def _of_patterns(patterns: tuple[str, ...]) -> list[st.SearchStrategy[tuple[str,
 def _source_values() -> st.SearchStrategy[tuple[str, Any]]:
     """source-values' own members: its JSON values, and strings of its patterns."""
     data = _class_data()
-    drawn = [_named([(f"value {i}", v) for i, v in enumerate(data.values)])]
+    drawn = [_named([(classes.value_name(v), v) for v in data.values])]
     return st.one_of(drawn + _of_patterns(data.value_patterns))
 
 
