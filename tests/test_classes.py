@@ -176,7 +176,7 @@ def test_the_machine_alone_kills_every_host_not_timing_only() -> None:
     for faulty in ZOO:
         if faulty.timing_only:
             continue
-        found = run_machine(lambda f=faulty: f.host(), max_examples=25, steps=30,
+        found = run_machine(faulty.host, max_examples=25, steps=30,
                             seed_value=0, shrink=False, database=InMemoryExampleDatabase())
         if found.passed:
             survivors.append(faulty.name)
