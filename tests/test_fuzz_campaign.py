@@ -58,8 +58,9 @@ def test_a_planted_counterexample_is_replayed_on_the_first_example(tmp_path: Pat
                         database=FuzzTarget(recipe=mutant(FAULTY)).database(db, STEPS))
     assert not again.passed
     assert again.requirement_id == planted.requirement_id
-    # One host for the replayed example, one for Hypothesis's final run that reports it.
-    assert len(made) <= 2, f"{len(made)} examples before the saved failure came back"
+    # One host for the replayed example, one for Hypothesis's final run that reports it,
+    # and the throwaway one the machine probes the seams on before any example.
+    assert len(made) <= 3, f"{len(made)} examples before the saved failure came back"
 
 
 @pytest.mark.slow  # a process of its own

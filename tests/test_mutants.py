@@ -77,7 +77,8 @@ def test_the_checker_kills_each_faulty_host(faulty: Mutant,
 CRITICAL_KILLS = [
     ("words-non-terminal-differently", "refsim.requirement.0252.source-uniform-body"),
     ("serves-miss-live", "refsim.requirement.0252.fail-closed-miss"),
-    ("accepts-foreign-source", "openwop.requirement.0252.source-refused"),
+    # another tenant's run taken: the source-uniform leg (eval-fixture-run-tenant-scoped)
+    ("accepts-foreign-source", "openwop.requirement.0252.source-uniform"),
     ("keeps-copy-after-erasure", "refsim.requirement.0252.copy-erased-with-source"),
 ]
 
@@ -109,7 +110,8 @@ def test_a_machine_kill_shrinks_to_a_short_program(name: str, requirement: str) 
     result = against(name)
     assert not result.passed, f"the machine found nothing wrong with {name}"
     assert result.requirement_id == requirement
-    assert result.steps <= 8, "\n".join(result.program)
+    # eight steps and the initialize rule every example begins with (`first_source`)
+    assert result.steps <= 9, "\n".join(result.program)
 
 
 def test_the_matrix_report_and_json(tmp_path: Path) -> None:
@@ -163,7 +165,7 @@ def test_a_kill_shrunk_for_display_is_shorter_and_names_the_same_requirement() -
     assert result.complete and result.seconds < 60
     assert result.shown.requirement_id == found.requirement_id
     assert result.shown.steps < found.steps, "\n".join(result.shown.pasteable)
-    assert result.shown.steps <= 8, "\n".join(result.shown.pasteable)
+    assert result.shown.steps <= 9, "\n".join(result.shown.pasteable)
     assert not any(f"state.{name}()" in line for name in INVARIANT_CALLS
                    for line in result.shown.pasteable)
 

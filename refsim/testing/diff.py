@@ -348,8 +348,8 @@ class DiffMachine(RecordedFixturesMachine):
         erased (where the erase seam is offered) or not, then a fork. Readings that differ
         only there (the code of a gone copy, what a fork re-reads) need all four steps in
         order, which the machine's separate rules reach seldom in 20 steps."""
-        source = self.record_eval_source(tenant, lane, script)
-        evaluated = self.replay_own(source, "same", 1)
+        source = self.record_eval_source(tenant, lane, script, 0, 1)
+        evaluated = self.replay_own(source, "same", 1, "plain")
         if not isinstance(evaluated, str):  # refused: nothing to fork
             return
         if erase and self._seam(SEAM_ERASE):
@@ -412,7 +412,7 @@ def _machine(factory: Callable[[], PairClient]) -> type[RecordedFixturesMachine]
     return type("RecordedFixturesMachine", (DiffMachine,), {
         k: v for k, v in vars(base).items()
         if k in ("client_factory", "extended", "tenant_keys", "branches", "requests_made",
-                 "steps_taken", "examples_run")})
+                 "steps_taken", "examples_run", "drawn", "programs_run", "judged_counts")})
 
 
 def _run(machine: type[RecordedFixturesMachine], *, max_examples: int, steps: int,

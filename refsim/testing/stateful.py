@@ -438,7 +438,10 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         suite or tenant is refused 400 by a seam that is there; a finished run that never
         invoked the agent is erased (200) and is not resolved (409) by one."""
         cls = type(self)
-        session = Session(self.client, next(iter(self.keys.values())))
+        # In process each example has a fresh host: probe a throwaway one, so that no
+        # example's host holds a run the example did not make.
+        probed = cls.client_factory() if self.inside is not None else self.client
+        session = Session(probed, next(iter(self.keys.values())))
 
         def gone(name: str, r: Response) -> None:
             if r.status in (404, 405, 501):
@@ -659,8 +662,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.offer.recorded)
     @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=COUNTER_SCRIPTS,
           rich=RECORDED_ARGS, trials=st.integers(1, 3))
-    def record_eval_source(self, tenant: str, lane: str, script: list[Any], rich: int,
-                           trials: int) -> str:
+    def record_eval_source(self, tenant: str, lane: str, script: list[Any], rich: int = 0,
+                           trials: int = 1) -> str:
         """run-states: a completed eval source; with several trials, several invocations
         of the agent (UQ1: every call of every invocation is derived)."""
         lane = self._lane(lane)
@@ -686,7 +689,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     @rule(target=runs, tenant=tenants, lane=st.sampled_from(LANES), script=ANY_SCRIPTS,
           rich=RECORDED_ARGS)
     def record_workflow_source(self, tenant: str, lane: str, script: list[Any],
-                               rich: int) -> str:
+                               rich: int = 0) -> str:
         lane = self._lane(lane)
         script = self.offer.script(script) if type(self).extended else counter_only(script)
         script = self._rich(script, rich)
@@ -927,7 +930,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.offer.recorded)
     @rule(target=evals, source_id=runs, variant=st.sampled_from(["same", "drift"]),
           trials=st.integers(1, 3), header=HEADERS)
-    def replay_own(self, source_id: str, variant: str, trials: int, header: str) -> Any:
+    def replay_own(self, source_id: str, variant: str, trials: int,
+                   header: str = "plain") -> Any:
         """The owner replays its own source on the source's lane: most often usable."""
         source = self.model.runs[source_id]
         return self.replay(source.tenant, source_id, source.agent or RECORDER, variant, trials,
@@ -935,7 +939,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.offer.recorded)
     @rule(target=evals, source_id=runs, caller=tenants, header=HEADERS)
-    def replay_as_another_tenant(self, source_id: str, caller: str, header: str) -> Any:
+    def replay_as_another_tenant(self, source_id: str, caller: str,
+                                 header: str = "plain") -> Any:
         """Tenant isolation: another tenant names this source on the source's own lane."""
         source = self.model.runs[source_id]
         if caller == source.tenant:
@@ -1270,8 +1275,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
           kind=st.sampled_from(["key-not-task", "suite-fixtures", "without-mode", "live-shadow",
                                 "empty-map"]),
           how=st.one_of(st.none(), FROM_ID), key=st.one_of(TASK_KEYS, FROM_KEY))
-    def refuse_fields(self, caller: str, source_id: str, kind: str, how: str | None,
-                      key: tuple[str, Any] | str) -> None:
+    def refuse_fields(self, caller: str, source_id: str, kind: str, how: str | None = None,
+                      key: tuple[str, Any] | str = ("value 'nope'", "nope")) -> None:
         """§B: each request rule refused with 400 validation_error, whatever source it
         names (a run of any tenant or an id near one: a §B refusal must not tell them
         apart), and for a key, any key that is not a taskId (task-keys)."""
