@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -1430,3 +1431,26 @@ def test_summary_reread_alike_fails_a_miss_forgotten_on_the_second_read() -> Non
                                          "score": 0}]}
     found = judges.summary_reread_alike(REQ, first, again)
     assert not found.ok and "read again reports otherwise" in found.message
+
+
+UUID_A, UUID_B = "3f2b8c1e-9d4a-4b7e-8c21-5a6f0e9d1b33", "9a1c0d7e-2b3f-4c5d-8e6f-7a8b9c0d1e2f"
+
+
+def test_not_asked_passes() -> None:
+    assert judges.not_asked("r", "a case", [UUID_A, UUID_B]).ok
+
+
+def test_not_asked_fails() -> None:
+    """Said not to apply where an id does carry a tenant part: refsim's own slip."""
+    found = judges.not_asked("r", "a case", [UUID_A, "acme/run-0123456789abcdef"])
+    assert not found.ok and "carries a tenant part" in found.message
+
+
+def test_no_echo_passes_unsearched_on_an_answer_byte_for_byte_another_values() -> None:
+    value = "acme/run-0123456789abcdef"
+    echoing = Response.of_bytes(400, {"Content-Type": "application/json"}, json.dumps(
+        {"error": "validation_error", "message": value}).encode())
+    assert judges.no_echo("r", echoing, [value], "x", same_as=echoing).ok
+    other = Response.of_bytes(400, {"Content-Type": "application/json"},
+                              b'{"error":"validation_error"}')
+    assert not judges.no_echo("r", echoing, [value], "x", same_as=other).ok

@@ -106,17 +106,24 @@ class BareIdHost:
             return [self._in(v) for v in value]
         return value
 
-    def _in_path(self, path: str) -> str:
+    def _in_path(self, path: str, tenant: str | None) -> str:
+        """A bare id in a path names the caller's own run or none: another tenant's reads
+        as an id of no run (as an unknown bare id does), never as a 403 that tells it
+        exists."""
         def bound(match: re.Match[str]) -> str:
             found = self._bound.get(match.group(1))
-            return "runs/" + project(found) if found else match.group(0)
+            if found is None or found.split("/", 1)[0] != tenant:
+                return match.group(0)
+            return "runs/" + project(found)
         return re.sub(r"runs/([0-9a-f-]{36})", bound, path)
 
     def request(self, method: str, path: str, *, api_key: str | None = None,
                 json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
         body = json if json is NO_BODY else self._in(json)
-        r = self._host.request(method, self._in_path(path), api_key=api_key, json=body,
-                               headers=headers)
+        caller = self._host.core.caller(api_key) if api_key else None
+        tenant = caller.tenant if caller is not None else None
+        r = self._host.request(method, self._in_path(path, tenant), api_key=api_key,
+                               json=body, headers=headers)
         if r.text is not None:
             return Response(r.status, dict(r.headers), r.json, self._out(r.text))
         if r.json is None:
@@ -138,7 +145,8 @@ def test_the_bare_id_host_mints_bare_uuids_and_resolves_them() -> None:
                         rid)
     assert parse_segment(rid) is None  # no bound id, and the reference grammar's no opaque
     assert host.request("GET", f"/runs/{rid}", api_key=KEY_A).json["runId"] == rid
-    assert host.request("GET", f"/runs/{rid}", api_key=KEY_B).status == 403
+    # another tenant reads it as no run (404), not a 403 that would tell it exists
+    assert host.request("GET", f"/runs/{rid}", api_key=KEY_B).status == 404
     assert rid in made.json["eventsUrl"]
 
 

@@ -14,7 +14,7 @@ import attrs
 
 from refsim import catalog, paths, yaml_data
 from refsim.check import judges
-from refsim.check.findings import Disposition, Finding, Row, check_raised, ok
+from refsim.check.findings import Disposition, Finding, Row, check_raised
 from refsim.check.ids import req_id
 from refsim.check.observe import (
     COUNTER_KEY,
@@ -403,8 +403,7 @@ def _returned(events: Sequence[Mapping[str, Any]]) -> list[Any]:
 def _not_asked(req: str, label: str, own: str, foreign: str) -> Finding:
     """A case that needs an id shaped like the host's own, which the ids it minted do not
     give (they carry no separable tenant part): said, never asked, never failed."""
-    return ok(req, f"{label}: not asked, as it does not apply to this host's id shape "
-                   f"(its ids {own!r} and {foreign!r} carry no tenant part to take apart)")
+    return judges.not_asked(req, label, [own, foreign])
 
 
 def _refusal_controls(session: Session, response: Response, value: str,

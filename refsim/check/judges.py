@@ -214,14 +214,19 @@ def echo_windows(response: Response, supplied: Iterable[str]) -> set[str]:
 
 
 def no_echo(req: str, response: Response, supplied: Iterable[str], what: str,
-            controls: Sequence[Response] = ()) -> Finding:
+            controls: Sequence[Response] = (), same_as: Response | None = None) -> Finding:
     """§C: the refusal carries no run of 8 or more characters of the supplied id, in any
     encoding, in its headers or its body, that it carries because of this id.
 
     Text any refusal carries is not an echo: where a window of the id is found, the same
     request made with a control value in its place (`control_value`, same shape, no
     character in common) shows whether the host says it whatever the id is (the error
-    code or a header value that happens to share characters with a tenant's name)."""
+    code or a header value that happens to share characters with a tenant's name). An
+    answer byte for byte `same_as`, the answer to another value, holds nothing that comes
+    from this one: it is not searched."""
+    if same_as is not None and whole(response) == whole(same_as):
+        return ok(req, f"{what}: the answer is byte for byte the answer to another value, so "
+                       "nothing in it comes from this one", _obs(response))
     values = list(supplied)
     found = echo_windows(response, values)
     fixed: set[str] = set()
@@ -1318,3 +1323,15 @@ def could_not_go_on(req: str, what: str, why: str) -> Finding:
 def leg_passed(req: str, leg: str, disposition: str, passed: bool) -> Finding:
     """The scenario row stands on its legs: each must pass."""
     return check(req, passed, f"{leg}: {disposition}")
+
+
+
+def not_asked(req: str, label: str, ids: Sequence[str]) -> Finding:
+    """A case built from a tenant part of the host's ids, said not to apply (never asked,
+    never failed) where its ids carry none; a failure of refsim's where they do carry one
+    (the case should have been asked)."""
+    parted = [i for i in ids if "/" in i]
+    return check(req, not parted,
+                 f"{label}: not asked, as it does not apply to this host's id shape (its ids "
+                 f"{', '.join(map(repr, ids))} carry no tenant part to take apart)" if not parted
+                 else f"{label}: said not to apply, yet {parted[0]!r} carries a tenant part")

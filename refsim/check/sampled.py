@@ -34,7 +34,7 @@ import attrs
 from refsim import catalog
 from refsim.check import classes, judges
 from refsim.check.classes import CLASS_NAMES, Member, RunState
-from refsim.check.findings import Disposition, Finding, Row, ok
+from refsim.check.findings import Disposition, Finding, Row
 from refsim.check.ids import req_id
 from refsim.check.invariants import Probe
 from refsim.check.observe import (
@@ -143,13 +143,11 @@ def _no_echo(ctx: Context, req: str, r: Response, value: Any, what: str,
     found (what the host says whatever the value). An answer byte for byte the same as
     `control`, the answer to another value, holds nothing that comes from this one: it is
     not searched (the search costs a millisecond a value)."""
-    if judges.whole(r) == judges.whole(control):
-        return ok(req, f"{what}: the answer is the unknown id's, byte for "
-                            "byte, so nothing in it comes from the value")
     supplied = _strings(value)
     controls = ([ctx.a.create(body(_controlled(value)))]
-                if r.status >= 400 and judges.echo_windows(r, supplied) else [])
-    return judges.no_echo(req, r, supplied, what, controls)
+                if judges.whole(r) != judges.whole(control) and r.status >= 400
+                and judges.echo_windows(r, supplied) else [])
+    return judges.no_echo(req, r, supplied, what, controls, same_as=control)
 
 
 def _distinct(members: Sequence[Member]) -> list[Member]:
