@@ -217,12 +217,14 @@ def test_a_counter_moved_outside_the_step_is_caught_by_the_examples_final_check(
 def test_the_machine_sends_few_requests_per_step_to_a_host_it_cannot_see_into() -> None:
     """Over HTTP (here a host seen from outside, every reading a request) the machine reads
     a counter only where a step can move it, a run's events once, and what a long-lived
-    host keeps (its counters as last read, suites, tenants) once: at most 3 requests per
-    step over a campaign, the machine's own creates, polls and seam reads all counted."""
+    host keeps (its counters as last read, suites, tenants) once: at most 4 requests per
+    step over a campaign, the machine's own creates, polls and seam reads all counted.
+    (It was 3 before each eval was read once on every channel, snapshot, poll, stream and
+    the summary twice, for the echo, miss-count and never-on-wire invariants: 3.45 here.)"""
     from refsim.host import SimHost
     inner = SimHost(seed=0)
     host = Recording(inner)
     result = _fuzz(host, examples=40, steps=30)
     assert result.passed, result.message
     steps = result.machine.steps_taken
-    assert steps > 600 and len(host.sent) / steps <= 3.0, (len(host.sent), steps)
+    assert steps > 600 and len(host.sent) / steps <= 4.0, (len(host.sent), steps)

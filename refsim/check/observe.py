@@ -486,23 +486,7 @@ class Session:
         """The run's events as its SSE stream carries them (`GET /runs/{id}/events`), or
         None when the host offers no stream there or none of its frames is an event
         object (frames that are not, an end marker or a keep-alive, are skipped)."""
-        from refsim.wire.asgi import parse_sse
-        r = self.request("GET", run_path(run_id, "/events"))
-        kind = (r.header("Content-Type") or "").split(";")[0].strip().lower()
-        if r.status != 200 or kind != "text/event-stream":
-            return None
-        out: list[dict[str, Any]] = []
-        others = 0
-        for frame in parse_sse(r.body.decode("utf-8", "replace")):
-            try:
-                doc = frame.json()
-            except ValueError:
-                doc = None
-            if isinstance(doc, dict) and "type" in doc:
-                out.append(doc)
-            else:  # a frame that is no run event (an end marker, a keep-alive) is skipped
-                others += 1
-        return out if out or not others else None
+        return stream_events(self.request("GET", run_path(run_id, "/events")))
 
     def summary(self, run_id: str) -> Any:
         r = self.request("GET", run_path(run_id, "/eval-summary"))
@@ -723,6 +707,28 @@ def _keyable(client: Any) -> bool:
         return False
     return True
 NOISE_SAMPLES = 3
+
+
+def stream_events(r: Response) -> list[dict[str, Any]] | None:
+    """The run events an answer to `GET /runs/{id}/events` carries as its SSE stream, or
+    None when it is no stream or none of its frames is an event object (frames that are
+    not, an end marker or a keep-alive, are skipped)."""
+    from refsim.wire.asgi import parse_sse
+    kind = (r.header("Content-Type") or "").split(";")[0].strip().lower()
+    if r.status != 200 or kind != "text/event-stream":
+        return None
+    out: list[dict[str, Any]] = []
+    others = 0
+    for frame in parse_sse(r.body.decode("utf-8", "replace")):
+        try:
+            doc = frame.json()
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and "type" in doc:
+            out.append(doc)
+        else:  # a frame that is no run event (an end marker, a keep-alive) is skipped
+            others += 1
+    return out if out or not others else None
 
 
 def noise_of_host(session: Session) -> frozenset[str]:

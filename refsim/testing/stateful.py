@@ -57,6 +57,7 @@ from refsim.check.observe import (
     inspector_of,
     noise_of_host,
     run_path,
+    stream_events,
     surface_of,
 )
 from refsim.check.observe import KEYS as TENANT_KEYS
@@ -1020,13 +1021,25 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         reports the same, and no answer about the run (snapshot, poll, stream, summary)
         carries a derived entry, by key or by content (§D: never on the wire)."""
         tasks = list(run.fixture_runs or {}) or ["t"]
-        stream = session.stream(run.id)
+        # Each channel read once, as raw answers: the judges read events and summaries off
+        # them, and the content judges search the same answers (five requests an eval).
+        documents: list[tuple[str, Any]] = []
+        for what, suffix in (("its snapshot", ""), ("its events, polled",
+                                                    "/events/poll?afterSequence=-1"),
+                             ("its events, streamed", "/events"),
+                             ("its EvalSummary", "/eval-summary"),
+                             ("its EvalSummary, read again", "/eval-summary")):
+            r = self._checked(run.tenant, session.request("GET", run_path(run.id, suffix)))
+            judged(judges.no_derived_entries(req_id("0252.derived-never-on-wire"),
+                                             r.body.decode("utf-8", "replace"), what))
+            documents.append((what, r))
+        stream = stream_events(documents[2][1])
         if stream is not None:
             judged(judges.echo(req_id("0252.echo-verbatim"), stream, run.fixture_runs or {}))
             for task in tasks[:1]:
                 judged(judges.scored_miss_count(req_id("0252.fail-closed-miss"), stream, task,
                                                 run.expected_misses))
-        first, again = session.summary(run.id), session.summary(run.id)
+        first, again = (r.json if r.status == 200 else None for _, r in documents[3:])
         if first is not None:
             for finding in judges.content_free(req_id("0252.summary-content-free"), first,
                                                events):
@@ -1036,15 +1049,6 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             for finding in judges.miss_count(req_id("0252.miss-count-reported"), events,
                                              first, tasks[0], run.expected_misses):
                 judged(finding)
-        documents: list[tuple[str, Any]] = []
-        for what, suffix in (("its snapshot", ""), ("its events, polled",
-                                                    "/events/poll?afterSequence=-1"),
-                             ("its events, streamed", "/events"),
-                             ("its EvalSummary", "/eval-summary")):
-            r = self._checked(run.tenant, session.request("GET", run_path(run.id, suffix)))
-            judged(judges.no_derived_entries(req_id("0252.derived-never-on-wire"),
-                                             r.body.decode("utf-8", "replace"), what))
-            documents.append((what, r))
         recorded = [(c.args, c.error if c.failed else c.outcome)
                     for source_id in (run.fixture_runs or {}).values()
                     for c in self.model.runs[source_id].calls if c.agent == run.agent]
