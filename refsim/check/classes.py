@@ -453,15 +453,7 @@ def sample(cls: str, seed: int, *, ids: Sequence[str] = (), keys: Sequence[str] 
     pool: list[Member] = []
     if cls == "source-values":
         pool += [Member(cls, value_name(v), v) for v in data.values]
-        for pattern in data.value_patterns:
-            drawn = _regex_example(rng, pattern)
-            if drawn is not None:
-                pool.append(Member(cls, f"pattern {pattern}", drawn))
-        for op in data.from_id:
-            for rid in ids:
-                value = derive(op, rid)
-                if value is not None and value not in ids:
-                    pool.append(Member(cls, op.name, value))
+        pool += _drawn(cls, rng, data.value_patterns, data.from_id, ids)
         for op in data.from_two_ids:
             for a, b in itertools.pairwise(ids):
                 value = derive(op, a, b, rng.randrange(1 << 16))
@@ -469,15 +461,7 @@ def sample(cls: str, seed: int, *, ids: Sequence[str] = (), keys: Sequence[str] 
                     pool.append(Member(cls, op.name, value))
     elif cls == "task-keys":
         pool += [Member(cls, f"value {v!r}", v) for v in data.key_values if v not in keys]
-        for pattern in data.key_patterns:
-            drawn = _regex_example(rng, pattern)
-            if drawn is not None and drawn not in keys:
-                pool.append(Member(cls, f"pattern {pattern}", drawn))
-        for op in data.from_key:
-            for key in keys:
-                value = derive(op, key)
-                if value is not None and value not in keys:
-                    pool.append(Member(cls, op.name, value))
+        pool += _drawn(cls, rng, data.key_patterns, data.from_key, keys)
     elif cls == "exact-args":
         base = args if args is not None else {"op": "read", "key": "k", **data.recorded_args[0]}
         for op in data.arg_variants:
@@ -494,6 +478,21 @@ def sample(cls: str, seed: int, *, ids: Sequence[str] = (), keys: Sequence[str] 
     else:
         raise KeyError(f"no class {cls!r}; the classes are {', '.join(CLASS_NAMES)}")
     return _take(rng, _distinct(pool), size)
+
+
+def _drawn(cls: str, rng: random.Random, patterns: Sequence[str], ops: Sequence[Op],
+           texts: Sequence[str]) -> list[Member]:
+    """A class's members made from data beside its literal values: one string of each
+    pattern, and each operation on each seen text (an id, a task key); none that is one of
+    `texts` itself."""
+    out = [Member(cls, f"pattern {p}", drawn) for p in patterns
+           if (drawn := _regex_example(rng, p)) is not None and drawn not in texts]
+    for op in ops:
+        for text in texts:
+            value = derive(op, text)
+            if value is not None and value not in texts:
+                out.append(Member(cls, op.name, value))
+    return out
 
 
 def _distinct(pool: Iterable[Member]) -> list[Member]:

@@ -150,6 +150,17 @@ def _no_echo(ctx: Context, req: str, r: Response, value: Any, what: str,
     return judges.no_echo(req, r, supplied, what, controls, same_as=control)
 
 
+def _unknown_anchor(ctx: Context, req: str) -> tuple[
+        list[Finding], list[tuple[str, Callable[[], Response]]], list[Response]]:
+    """The refusal every other one is held to: an id of no run, shaped like the caller's
+    own, asked once (refused, no echo): the findings, its ask, its answer."""
+    unknown = judges.control_value(ctx.own)
+    first = ctx.a.create(_replay_body(unknown))
+    out = judges.refused(req, first, "an unknown id")
+    out.append(judges.no_echo(req, first, [unknown], "an unknown id"))
+    return out, [("an unknown id", _ask(ctx.a, _replay_body(unknown)))], [first]
+
+
 def _distinct(members: Sequence[Member]) -> list[Member]:
     seen: set[str] = set()
     out = []
@@ -181,13 +192,8 @@ def check_source_values(ctx: Context) -> list[Finding]:
     members = _distinct(own_near + classes.sample(cls, ctx.seed, ids=seen,
                                                   size=SIZES[cls]))
     ctx.sizes[cls] = len(members)
-    unknown = judges.control_value(ctx.own)
-    first = a.create(_replay_body(unknown))
-    out = judges.refused(req, first, "an unknown id")
-    out.append(judges.no_echo(req, first, [unknown], "an unknown id"))
-    asks: list[tuple[str, Callable[[], Response]]] = [("an unknown id",
-                                                       _ask(a, _replay_body(unknown)))]
-    answers = [first]
+    out, asks, answers = _unknown_anchor(ctx, req)
+    first = answers[0]
     for m in members:
         what = f"fixtureRuns value {m.name} {_show(m.value)}"
         r = a.create(_replay_body(m.value))
@@ -336,13 +342,8 @@ def check_run_states(ctx: Context) -> list[Finding]:
     random.Random(f"{ctx.seed}:{cls}:pick").shuffle(pool)
     members = pool[:SIZES[cls]]
     ctx.sizes[cls] = len(members)
-    unknown = judges.control_value(ctx.own)
-    first = a.create(_replay_body(unknown))
-    out = judges.refused(req, first, "an unknown id")
-    out.append(judges.no_echo(req, first, [unknown], "an unknown id"))
-    asks: list[tuple[str, Callable[[], Response]]] = [("an unknown id",
-                                                       _ask(a, _replay_body(unknown)))]
-    answers = [first]
+    out, asks, answers = _unknown_anchor(ctx, req)
+    first = answers[0]
     skipped = []
     for m in members:
         state, owner = m.value
