@@ -349,7 +349,8 @@ def _fuzz_run(args: argparse.Namespace, target: Any, database: str | None) -> in
         with Progress(total, "campaign", unit=unit, quiet=args.quiet) as bar:
             outcome = campaign(target, jobs=args.jobs, duration=args.duration,
                                max_examples=args.max_examples, steps=args.steps,
-                               base_seed=base_seed, database=database, progress=bar)
+                               base_seed=base_seed, database=database, progress=bar,
+                               sweep=not args.no_sweep)
         return report_campaign(outcome, sys.stdout, target=target, database=database,
                                steps=args.steps)
     with Progress(None if args.replay else args.max_examples, "examples", unit="example",
@@ -362,7 +363,8 @@ def _fuzz_run(args: argparse.Namespace, target: Any, database: str | None) -> in
         result = run_machine(counted, max_examples=args.max_examples, steps=args.steps,
                              seed_value=args.seed, extended=target.extended,
                              keys=target.keys, database=target.database(database, args.steps),
-                             replay_only=args.replay, stoppable=True)
+                             replay_only=args.replay, stoppable=True,
+                             programs=not args.no_sweep)
     if result.interrupted:
         machine = result.machine
         print(f"PARTIAL: stopped (Ctrl-C) after {machine.examples_run} example(s), "
@@ -751,6 +753,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "replayed first on the next run, wherever it runs")
     fuzz.add_argument("--replay", action="store_true",
                       help="only replay what --database holds; generate nothing")
+    fuzz.add_argument("--no-sweep", action="store_true",
+                      help="skip the class sweep (one explicit program per class of "
+                           "specs/classes.yaml, run before anything random): only random "
+                           "examples, whose counterexamples --database keeps")
     _add_remote_options(fuzz, *_FUZZ_REMOTE)
     fuzz.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")

@@ -181,3 +181,17 @@ def test_the_machine_alone_kills_every_host_not_timing_only() -> None:
         if found.passed:
             survivors.append(faulty.name)
     assert survivors == []
+
+
+def test_no_sweep_runs_only_random_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    """`refsim fuzz --no-sweep`: the host the sweep kills at once is then left to the random
+    search (whose counterexample a --database keeps), and no program is printed as run."""
+    from refsim.cli import main
+    assert main(["fuzz", "--mutant", "accepts-padded-id", "--max-examples", "2", "--steps",
+                 "3", "--seed", "0", "--quiet"]) == 1
+    swept = capsys.readouterr().out
+    assert "source-values" in swept and "refuse_derived" in swept
+    main(["fuzz", "--mutant", "accepts-padded-id", "--max-examples", "2", "--steps", "3",
+          "--seed", "0", "--quiet", "--no-sweep"])
+    random_only = capsys.readouterr().out
+    assert "explicit programs" not in random_only and "class sweep" not in random_only

@@ -629,9 +629,11 @@ def batch_seed(base_seed: int, job: int, jobs: int, batch: int) -> int:
 
 def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline: float | None,
             max_examples: int, steps: int, database: str | None,
-            shrink: bool = True) -> JobOutcome:
+            shrink: bool = True, sweep: bool = True) -> JobOutcome:
     """One process of a campaign: batches of `max_examples`, each with its own seed, until
-    the deadline (time.time()) passes, another job has failed, or this one fails."""
+    the deadline (time.time()) passes, another job has failed, or this one fails. The class
+    sweep is the same program whatever the seed: job 0 runs it before its first batch, and
+    no other batch runs it again (`sweep=False`: none)."""
     factory = target.factory()
     seeds: list[int] = []
     examples = steps_taken = requests = sent = 0
@@ -644,7 +646,8 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
         result = run_machine(factory, max_examples=max_examples, steps=steps,
                              seed_value=seed_value, extended=target.extended,
                              keys=target.tenant_keys(),
-                             database=target.database(database, steps), shrink=shrink)
+                             database=target.database(database, steps), shrink=shrink,
+                             programs=sweep and job == 0 and batch == 0)
         machine = result.machine
         examples += machine.examples_run
         steps_taken += machine.steps_taken
@@ -671,7 +674,8 @@ def run_job(target: FuzzTarget, *, job: int, jobs: int, base_seed: int, deadline
 
 def campaign(target: FuzzTarget, *, jobs: int, duration: float | None, max_examples: int,
              steps: int, base_seed: int, database: str | None,
-             shrink: bool = True, progress: Progress | None = None) -> CampaignResult:
+             shrink: bool = True, progress: Progress | None = None,
+             sweep: bool = True) -> CampaignResult:
     """`jobs` processes over one example database, each starting batches until `duration`
     seconds have passed (the batch under way finishes); the first counterexample stops
     every job at its next batch. `shrink=False` reports counterexamples as found.
@@ -698,7 +702,8 @@ def campaign(target: FuzzTarget, *, jobs: int, duration: float | None, max_examp
     try:
         pending = [pool.apply_async(run_job, (target,), dict(
             job=j, jobs=jobs, base_seed=base_seed, deadline=deadline,
-            max_examples=max_examples, steps=steps, database=database, shrink=shrink))
+            max_examples=max_examples, steps=steps, database=database, shrink=shrink,
+            sweep=sweep))
             for j in range(jobs)]
         while not all(p.ready() for p in pending):
             time.sleep(0.2)
