@@ -453,7 +453,8 @@ def _mutants(args: argparse.Namespace) -> int:
                 doc = kill_matrix_json(chosen, machine_examples=args.machine_examples,
                                        machine_steps=args.machine_steps,
                                        http=not args.no_http, jobs=args.jobs,
-                                       shrink_budget=budget, progress=bar)
+                                       shrink_budget=budget, progress=bar,
+                                       programs=not args.no_sweep)
             except Stopped as exc:
                 stopped, doc = exc, exc.partial
         code = print_matrix(doc, sys.stdout)
@@ -650,8 +651,10 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
              ("refsim list", "refsim list | less")),
     "fuzz": ("Run the stateful Hypothesis machine against the reference host, a faulty or "
              "correct host of the zoo, or any host over HTTP. It sends only what the host's "
-             "discovery advertises, checks refusal uniformity and fail-closed replay after "
-             "every step, and prints the branch counts (exit 0), or a counterexample as a "
+             "discovery advertises. It runs every example row of the table as a program of "
+             "the machine, then the class sweep, then searches at random; it checks refusal "
+             "uniformity, fail-closed replay and every invariant row after every step, and "
+             "prints the branch counts (exit 0), or a counterexample as a "
              "pasteable program (exit 1). Exit 2 when a critical branch was never reached "
              "(inconclusive); 130 when stopped with Ctrl-C.",
              ("refsim fuzz", "refsim fuzz --max-examples 300 --steps 40 --seed 7",
@@ -754,9 +757,10 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--replay", action="store_true",
                       help="only replay what --database holds; generate nothing")
     fuzz.add_argument("--no-sweep", action="store_true",
-                      help="skip the class sweep (one explicit program per class of "
-                           "specs/classes.yaml, run before anything random): only random "
-                           "examples, whose counterexamples --database keeps")
+                      help="skip the explicit programs run before anything random (every "
+                           "example row of specs/examples/, and the class sweep: one program "
+                           "per class of specs/classes.yaml): only random examples, whose "
+                           "counterexamples --database keeps")
     _add_remote_options(fuzz, *_FUZZ_REMOTE)
     fuzz.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")
@@ -785,7 +789,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="skip the over-HTTP column (serve each host, check --base-url)")
     mutants.add_argument("--jobs", type=int, default=None,
                          help="processes to spread the hosts over (default: one per core)")
-    mutants.add_argument("--machine-steps", type=int, default=30)
+    mutants.add_argument("--machine-steps", type=int, default=30,
+                         help="steps per example of the machine")
+    mutants.add_argument("--no-sweep", action="store_true",
+                         help="the machine column without the explicit programs (every "
+                              "example row, the class sweep): what the random search alone "
+                              "kills, each kill shrunk for display")
     mutants.add_argument("--shrink-budget", type=float, default=None, metavar="SECONDS",
                          help="seconds to shrink each machine kill for display, after the "
                               "unshrunk run has decided it; the step count printed is the "

@@ -181,6 +181,16 @@ class Example:
         claims = self.expectation_names - {"status", "error"}
         return any(EXPECTATIONS[n].observable_outside for n in claims)
 
+    def live_keys(self) -> set[str]:
+        """Every live-counter key a step of the row can move: those its scripts name and
+        those of the catalog suites it runs."""
+        keys = set(self.counter_keys)
+        for action in self.actions:
+            suite = action.args.get("suite")
+            if isinstance(suite, str) and catalog.is_suite(suite):
+                keys.update(_counter_keys(catalog.suite(suite)))
+        return keys
+
     def matches(self, prefix: str | None) -> bool:
         """`prefix` is a substring of the short requirement id or of the example id."""
         if not prefix:
@@ -211,7 +221,7 @@ class ActionKind:
     shorthand: ClassVar[str | None] = None  # a bare scalar means {shorthand: value}
     creates_run: ClassVar[bool] = False
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         raise NotImplementedError(self.name)
 
@@ -223,7 +233,7 @@ class RegisterSuite(ActionKind):
            "row-local suite document through the seam only (`NAME` or `{suite, key}`)")
     required = frozenset({"suite"})
     shorthand = "suite"
-    # Not sent as a request: the row run registers it (`_RowRun.register`).
+    # Not sent as a request: the row run registers it (`RowRun.register`).
 
 
 class CreateEval(ActionKind):
@@ -236,7 +246,7 @@ class CreateEval(ActionKind):
     optional = frozenset({"agent", "fixture_runs", "eval_modes", "extra", "key", "as"})
     creates_run = True
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         body = eval_body(run.suite_ref(tenant, args["suite"]), args.get("fixture_runs"),
                          agent_id=args.get("agent", RECORDER))
@@ -254,7 +264,7 @@ class CreateWorkflow(ActionKind):
     optional = frozenset({"inputs", "fixture_runs", "extra", "key", "as"})
     creates_run = True
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         body = {"workflowId": args["workflow"]}
         for name, field in (("inputs", "inputs"), ("fixture_runs", "fixtureRuns")):
@@ -271,7 +281,7 @@ class ForkRun(ActionKind):
     optional = frozenset({"body", "key", "as"})
     creates_run = True
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         return session.request("POST", run_path(args["run"], ":fork"),
                                json={"mode": args["mode"], **args.get("body", {})})
@@ -284,7 +294,7 @@ class CancelRun(ActionKind):
     success = 200
     shorthand = "run"
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         return session.request("POST", run_path(args["run"], "/cancel"), json={})
 
@@ -296,7 +306,7 @@ class EraseRun(ActionKind):
     success = 200
     shorthand = "run"
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         return session.require_erase(args["run"])
 
@@ -309,7 +319,7 @@ class ResolveRun(ActionKind):
     success = 200
     shorthand = "run"
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         return session.require_resolve(args["run"])
 
@@ -322,7 +332,7 @@ class AddTenant(ActionKind):
     required = frozenset({"as", "name", "api_key"})
     optional = frozenset({"workspace"})
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         # The tenant is the one the row names, by the name this host gives it (learnt
         # from a run of its, if none is yet).
@@ -340,7 +350,7 @@ class HttpRequest(ActionKind):
     success = None
     creates_run = True
 
-    def send(self, run: _RowRun, session: Session, tenant: str,
+    def send(self, run: RowRun, session: Session, tenant: str,
              args: dict[str, Any]) -> Response:
         path = _PATH_REF_RE.sub(lambda m: project(run.subst("$" + m.group(1))), args["path"])
         method = args.get("method", "POST")
@@ -855,7 +865,7 @@ def run_example(example: Example, host: HostClient, *,
         return Row.unjudged(example.requirement_id, SCENARIO, Disposition.INAPPLICABLE,
                             f"the host ({host.name}) does not advertise {', '.join(unmet)}, "
                             "which the row's claim rests on", check_id=example.id)
-    run = _RowRun(example, host, inspector_of(host), dict(keys or DEFAULT_TENANTS))
+    run = RowRun(example, host, inspector_of(host), dict(keys or DEFAULT_TENANTS))
     try:
         for fixture in sorted(example.fixtures()):
             session.require_fixture(fixture)
@@ -897,7 +907,7 @@ CONTROLS = frozenset({"status", "error"})
 
 
 @attrs.define
-class _RowRun:
+class RowRun:
     example: Example
     host: HostClient
     inspector: Inspector | None
@@ -942,32 +952,45 @@ class _RowRun:
     def session(self, tenant: str) -> Session:
         return Session(self.host, self.keys[tenant], self.inspector)
 
+    @property
+    def length(self) -> int:
+        """The row's steps: its setup actions, then its requests."""
+        return len(self.example.setup) + len(self.example.requests)
+
     def run(self) -> list[Finding]:
-        for index, action in enumerate(self.example.setup):
+        for index in range(self.length):
+            found, go_on = self.step(index)
+            self.findings += found
+            if not go_on:
+                break
+        return self.findings
+
+    def step(self, index: int) -> tuple[list[Finding], bool]:
+        """Step `index` of the row (setup actions first, then requests): its findings, and
+        whether the row can go on (a setup action that failed, or a `$name` never bound,
+        ends it). The stateful machine runs a row this way, one rule step per row step."""
+        setup = self.example.setup
+        if index < len(setup):
+            action = setup[index]
             what = f"setup {index + 1} ({action.kind})"
             if action.kind == "register_suite":
                 ref, how = self.register(action)
                 # require_suite stops the row where the suite cannot be made available
-                self.findings.append(judges.done(self.req, True,
-                                                 f"{what}: the suite is there as {ref} ({how})"))
-                continue
+                return [judges.done(self.req, True,
+                                    f"{what}: the suite is there as {ref} ({how})")], True
             try:
                 response = self.perform(action)
             except _Unbound as exc:
-                self.findings.append(judges.could_not_go_on(self.req, what, str(exc)))
-                return self.findings
-            setup = judges.succeeded(self.req, response, ACTIONS[action.kind].success, what)
-            self.findings.append(setup)
-            if not setup.ok:
-                return self.findings
-            self.capture(action, response)
-        for request in self.example.requests:
-            try:
-                self.findings += self.request(request)
-            except _Unbound as exc:
-                self.findings.append(judges.could_not_go_on(self.req, request.label, str(exc)))
-                return self.findings
-        return self.findings
+                return [judges.could_not_go_on(self.req, what, str(exc))], False
+            done = judges.succeeded(self.req, response, ACTIONS[action.kind].success, what)
+            if done.ok:
+                self.capture(action, response)
+            return [done], done.ok
+        request = self.example.requests[index - len(setup)]
+        try:
+            return self.request(request), True
+        except _Unbound as exc:
+            return [judges.could_not_go_on(self.req, request.label, str(exc))], False
 
     # -- acting
 
@@ -1000,7 +1023,8 @@ class _RowRun:
         if isinstance(suite, str):
             key = suite
             listed = session.surface.lists(suite)
-            ref = session.require_suite(suite, catalog.suite(suite), self.tag)
+            ref = self.suite_refs.get((tenant, suite)) or session.require_suite(
+                suite, catalog.suite(suite), self.tag)  # once per tenant (and machine example)
         else:
             key, listed = str(suite["suiteId"]), False
             ref = session.require_suite(key, suite, self.tag)

@@ -33,6 +33,7 @@ from refsim.progress import EXIT_INTERRUPTED, Progress, ignore_interrupts
 from refsim.testing.stateful import (
     RecordedFixturesMachine,
     RequirementViolated,
+    example_rows,
     focused_on,
     machine_for,
     machine_test,
@@ -228,17 +229,25 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
 
 
 def run_programs(machine: type[RecordedFixturesMachine]) -> FuzzResult | None:
-    """The explicit programs, before anything random: the class sweep of specs/classes.yaml
-    (`refsim.testing.programs`). Counted in `machine.programs_run`; the first breach is the
-    run's counterexample, shown as written."""
-    from refsim.testing.programs import run_program, sweep
-    for program in sweep(sorted(machine.tenant_keys)):
+    """The explicit programs, before anything random: every example row of the table as a
+    program of the machine, then the class sweep of specs/classes.yaml
+    (`refsim.testing.programs`). Counted in `machine.programs_run` (a row that cannot run
+    on the host in `machine.rows_apart`, with why); the first breach is the run's
+    counterexample, shown as written."""
+    from refsim.testing.programs import run_program, sweep, table
+    for program in (*table(), *sweep(sorted(machine.tenant_keys))):
         result = run_program(machine, program)
+        if result.apart is not None:
+            machine.rows_apart[program.name] = result.apart
+            continue
         machine.programs_run[program.name] += 1
         if not result.passed:
+            where = (f"the example row {program.name!r} (specs/examples/), run as a program "
+                     "of the machine" if program.row is not None else
+                     f"the explicit program {program.name!r} of the class sweep "
+                     "(specs/classes.yaml)")
             return FuzzResult(False, result.requirement_id, result.message, result.lines,
-                              (f"the explicit program {program.name!r} of the class sweep "
-                               f"(specs/classes.yaml), step {result.steps_run}",), machine,
+                              (f"{where}, step {result.steps_run}",), machine,
                               program_name=program.name)
     return None
 
@@ -355,9 +364,24 @@ def _print_drawn(machine: type[RecordedFixturesMachine], out: TextIO) -> None:
     """The explicit programs the run began with, and how many members of each class of
     specs/classes.yaml it drew (programs and random steps together)."""
     from refsim.check.classes import CLASS_NAMES, member_names
-    if machine.programs_run:
+    rows = example_rows()
+    ran = [name for name in machine.programs_run if name in rows]
+    if ran or machine.rows_apart:
+        print(f"example rows run as programs of the machine, before anything random: "
+              f"{len(ran)} of {len(rows)} (specs/examples/); each step's expectations "
+              "judged, the machine's invariants after it", file=out)
+        apart: dict[str, list[str]] = {}
+        for name, why in machine.rows_apart.items():
+            if name not in ran:
+                apart.setdefault(_reason(why), []).append(name)
+        for why, names in sorted(apart.items(), key=lambda item: (-len(item[1]), item[0])):
+            print(f"  {len(names)} not run: {why}: " + ", ".join(
+                name.removeprefix("refsim.example.0252.") for name in sorted(names)), file=out)
+    swept = [(name, count) for name, count in machine.programs_run.items()
+             if name not in rows]
+    if swept:
         print("explicit programs, before anything random (the class sweep): " + ", ".join(
-            f"{name} x{count}" for name, count in machine.programs_run.items()), file=out)
+            f"{name} x{count}" for name, count in swept), file=out)
     print("class members drawn (specs/classes.yaml):", file=out)
     for cls in CLASS_NAMES:
         names = member_names(cls)
@@ -372,6 +396,11 @@ def _print_drawn(machine: type[RecordedFixturesMachine], out: TextIO) -> None:
         held = machine.judged_counts[(row.requirement_id, True)]
         checked = held + machine.judged_counts[(row.requirement_id, False)]
         print(f"  {row.id:<40} {held}/{checked}", file=out)
+
+
+def _reason(why: str) -> str:
+    """A row's reason to be left apart, without what names the row alone (its profile)."""
+    return re.sub(r"the '[^']*' profile", "a profile", why)
 
 
 # ------------------------------------------------------------------ shrinking for display

@@ -17,6 +17,7 @@ import attrs
 from hypothesis.stateful import MultipleResults
 
 from refsim.check import classes
+from refsim.check.examples import load_examples
 from refsim.domain.agents import HELPER, RECORDER
 from refsim.domain.tools import COUNTER, VAULT
 from refsim.testing.stateful import (
@@ -54,6 +55,7 @@ class Step:
 class Program:
     name: str
     steps: tuple[Step, ...]
+    row: str | None = None  # the example row the program runs, where it runs one
 
 
 @attrs.frozen
@@ -65,6 +67,7 @@ class ProgramResult:
     lines: tuple[str, ...] = ()
     steps_run: int = 0
     skipped: int = 0  # steps whose rule the host does not offer (a precondition)
+    apart: str | None = None  # why the program's example row cannot run on this host
 
 
 def _start(*, rich: int = 1, trials: int = 2) -> list[Step]:
@@ -72,6 +75,16 @@ def _start(*, rich: int = 1, trials: int = 2) -> list[Step]:
     rule): `own` is the first tenant's, `other` the second's."""
     return [Step("first_source", {"rich": rich, "trials": trials}, ("own", "other"))]
 
+
+
+def table() -> tuple[Program, ...]:
+    """One program per example row of the table (specs/examples/): from the machine's
+    first sources, each step of the row as the machine's `example_step`, the machine's
+    invariants after each."""
+    return tuple(Program(example.id, (*_start(), *(
+        Step("example_step", {"row": example.id}) for _ in range(
+            len(example.setup) + len(example.requests)))), row=example.id)
+        for example in load_examples())
 
 
 def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
@@ -192,6 +205,10 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
     return tuple(out)
 
 
+# The machine's methods a program may call that Hypothesis never draws at random.
+PROGRAM_ONLY = frozenset({"example_step"})
+
+
 class _Skip(Exception):
     """A step names a value no earlier step bound: skipped."""
 
@@ -214,18 +231,29 @@ def run_program(machine: type[RecordedFixturesMachine], program: Program) -> Pro
     env: dict[str, Any] = {}
     state = machine()
     state.narrate = False  # a program's story is its text
+    if program.row is not None:
+        from refsim.testing.stateful import example_rows
+        why = state.row_apart(example_rows()[program.row])
+        if why is not None:
+            state.__dict__.pop("model")
+            state.teardown()
+            return ProgramResult(program.name, True, apart=why)
     ran = skipped = 0
     try:
         for step in program.steps:
             rule = rules.get(step.rule) or inits.get(step.rule)
-            if rule is None:
+            if rule is None and step.rule in PROGRAM_ONLY:
+                pre: tuple[Any, ...] = ()
+            elif rule is None:
                 raise KeyError(f"the machine has no rule {step.rule!r}")
+            else:
+                pre = tuple(rule.preconditions)
             try:
                 args = {k: _resolve(v, env) for k, v in step.args.items()}
             except _Skip:
                 skipped += 1
                 continue
-            if not all(pre(state) for pre in rule.preconditions):
+            if not all(holds(state) for holds in pre):
                 skipped += 1
                 continue
             lines.append(step.text())
@@ -249,4 +277,4 @@ def run_program(machine: type[RecordedFixturesMachine], program: Program) -> Pro
     return ProgramResult(program.name, True, None, "", tuple(lines), ran, skipped)
 
 
-__all__ = ["Program", "ProgramResult", "Step", "Var", "run_program", "sweep"]
+__all__ = ["Program", "ProgramResult", "Step", "Var", "run_program", "sweep", "table"]

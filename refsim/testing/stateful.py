@@ -39,6 +39,7 @@ from hypothesis.stateful import (
 
 from refsim import catalog
 from refsim.check import classes, judges
+from refsim.check.examples import Example, RowRun, load_examples
 from refsim.check.findings import Finding
 from refsim.check.ids import req_id
 from refsim.check.judges import id_forms
@@ -52,17 +53,19 @@ from refsim.check.observe import (
     SOURCE,
     Session,
     Surface,
+    Unobservable,
     alike,
     eval_body,
     inspector_of,
     noise_of_host,
+    nonce,
     run_path,
     stream_events,
     surface_of,
 )
 from refsim.check.observe import KEYS as TENANT_KEYS
 from refsim.domain.agents import CONTENT_FREE, RECORDER, UNHELD
-from refsim.domain.canonical import canonical
+from refsim.domain.canonical import canonical, integral
 from refsim.domain.ids import RunId, parse_bound
 from refsim.domain.tools import COUNTER, FLAKY, VAULT, vault_credential
 from refsim.host import SimHost
@@ -355,6 +358,10 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     drawn: ClassVar[collections.Counter[str]] = collections.Counter()
     # The explicit programs run before anything random (refsim.testing.programs).
     programs_run: ClassVar[collections.Counter[str]] = collections.Counter()
+    # Example rows of the table run to their end as programs of the machine, and why each
+    # row that cannot run on this host was left apart (see `example_step`).
+    rows_run: ClassVar[collections.Counter[str]] = collections.Counter()
+    rows_apart: ClassVar[dict[str, str]] = {}
     # The findings of this class's run, (requirement id, held) -> count (from `JUDGED`).
     judged_counts: ClassVar[collections.Counter[tuple[str, bool]]] = collections.Counter()
     requests_made: ClassVar[int] = 0
@@ -408,6 +415,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self.field_refusals: dict[tuple[str, str],
                                   dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
         self.oracles: list[Finding] = []
+        # The example rows under way (see `example_step`): each row's run and its next step.
+        self._rows: dict[str, tuple[RowRun, int]] = {}
         if self.offer.recorded:  # learnt before any step: a replayed example asks what
             self._noise()        # the first did (never fixtureRuns the host did not offer)
         self.narrate = narrating()
@@ -1015,12 +1024,18 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                   "the answers served are the recorded ones"))
 
     def _judge_wire(self, run: ModelRun, events: list[dict[str, Any]],
-                    session: Session) -> None:
+                    session: Session, *, modelled: bool = True) -> None:
         """What every channel shows of an eval run, read as a client reads it: the SSE
         stream tells what the poll told (the echo, the misses), the summary read twice
         reports the same, and no answer about the run (snapshot, poll, stream, summary)
-        carries a derived entry, by key or by content (§D: never on the wire)."""
+        carries a derived entry, by key or by content (§D: never on the wire). For a run
+        the model did not predict (`modelled=False`: an example row's), the misses every
+        channel must report are those the polled eval.scored reports."""
         tasks = list(run.fixture_runs or {}) or ["t"]
+        misses: int | None = run.expected_misses
+        if not modelled:
+            score = judges.scored(events, tasks[0])
+            misses = None if score is None else integral(score.get("fixtureMissCount"))
         # Each channel read once, as raw answers: the judges read events and summaries off
         # them, and the content judges search the same answers (five requests an eval).
         documents: list[tuple[str, Any]] = []
@@ -1036,9 +1051,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         stream = stream_events(documents[2][1])
         if stream is not None:
             judged(judges.echo(req_id("0252.echo-verbatim"), stream, run.fixture_runs or {}))
-            for task in tasks[:1]:
-                judged(judges.scored_miss_count(req_id("0252.fail-closed-miss"), stream, task,
-                                                run.expected_misses))
+            if misses is not None:
+                judged(judges.scored_miss_count(req_id("0252.fail-closed-miss"), stream,
+                                                tasks[0], misses))
         first, again = (r.json if r.status == 200 else None for _, r in documents[3:])
         if first is not None:
             for finding in judges.content_free(req_id("0252.summary-content-free"), first,
@@ -1046,11 +1061,13 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                 judged(finding)
             judged(judges.summary_reread_alike(req_id("0252.miss-count-reported"), first,
                                                again))
-            for finding in judges.miss_count(req_id("0252.miss-count-reported"), events,
-                                             first, tasks[0], run.expected_misses):
+            for finding in (judges.miss_count(req_id("0252.miss-count-reported"), events,
+                                              first, tasks[0], misses)
+                            if misses is not None else ()):
                 judged(finding)
         recorded = [(c.args, c.error if c.failed else c.outcome)
                     for source_id in (run.fixture_runs or {}).values()
+                    if source_id in self.model.runs
                     for c in self.model.runs[source_id].calls if c.agent == run.agent]
         made = [(c.args, c.error if c.failed else c.outcome) for c in run.calls]
         if recorded:
@@ -1623,6 +1640,123 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                                    "live_state_agrees",
                                                    "refusals_uniform")
 
+    # -- the example table's rows, as programs of the machine
+
+    def row_apart(self, example: Example) -> str | None:
+        """Why the example row cannot run on this machine's host (None when it can): the
+        row pins a profile of the built-in host, or, over HTTP, needs the simulator's
+        inside; the host advertises what the row needs withheld, or not what it requires;
+        or the row names a tenant the machine has no key for."""
+        if not self.offer.recorded and not example.every_host:
+            return "the host does not advertise recordedFixtures"
+        if example.profile is not None:
+            return (f"it runs on the {example.profile!r} profile of the built-in host, not "
+                    "on the host under test")
+        if self.inside is None:
+            why = example.needs_inside()
+            if why is not None:
+                return why
+        surface = self.offer.surface
+        against = example.advertised_against(surface)
+        if against:
+            return f"the host advertises {', '.join(against)}; the row judges a host without"
+        unmet = example.unmet(surface)
+        if unmet:
+            return f"the host does not advertise {', '.join(unmet)}"
+        missing = sorted({a.tenant for a in example.actions} - set(self.keys)
+                         - {a.capture for a in example.actions if a.kind == "add_tenant"})
+        if missing:
+            return "no API key for tenant " + ", ".join(missing)
+        return None
+
+    def example_step(self, row: str) -> None:
+        """The next step of the example row `row` (specs/examples/): its action sent to this
+        machine's host, its expectations judged as `refsim check` judges them, then the
+        machine's invariants (isolation and registered codes on every answer it got, every
+        channel of an eval with fixtureRuns it made, the live counters).
+        The model takes in what the step made and moved: the row's runs, so that no other
+        tenant is shown their ids, and the row's counters, which its own expectations
+        judge. The first call starts the row, the call after its last step starts it again.
+        A program-only rule (`refsim.testing.programs.table`): not drawn at random, where
+        each of its steps would cost an eval's worth of requests."""
+        example = example_rows()[row]
+        why = self.row_apart(example)
+        if why is not None:
+            type(self).rows_apart[row] = why
+            return
+        if row not in self._rows:
+            tag = nonce() if self.inside is None else f"m{self._fresh()}"
+            self._rows[row] = (RowRun(example, _Watched(self.client), self.inside,
+                                      dict(self.keys), tag=tag), 0)
+        run, index = self._rows[row]
+        watched = cast(_Watched, run.host)
+        watched.seen.clear()
+        try:
+            if index == 0:
+                for fixture in sorted(example.fixtures()):
+                    run.session("acme").require_fixture(fixture)
+            found, go_on = run.step(index)
+        except Unobservable as exc:
+            del self._rows[row]
+            type(self).rows_apart[row] = exc.reason
+            self._take_in_row(run, watched.seen)
+            return
+        for finding in found:
+            judged(finding)
+        self._take_in_row(run, watched.seen)
+        self._count("example:step")
+        if go_on and index + 1 < run.length:
+            self._rows[row] = (run, index + 1)
+            return
+        del self._rows[row]
+        if go_on:
+            type(self).rows_run[row] += 1
+
+    def _take_in_row(self, run: RowRun, seen: list[_Sent]) -> None:
+        """What a step of an example row made and moved, taken into the model and judged
+        by the machine's invariants (see `example_step`)."""
+        tenant_of_key = {key: label for label, key in self.keys.items()}
+        for name, run_id in run.runs.items():
+            owner = run.owners.get(name)
+            if owner in self.keys and run_id not in self.model.runs:
+                self._record(ModelRun(run_id, owner, "example", None, terminal=True))
+        for sent in seen:
+            caller = tenant_of_key.get(sent.api_key or "")
+            if caller is None:
+                type(self).requests_made += 1
+                continue
+            self._checked(caller, sent.response)
+        for sent in seen:
+            caller = tenant_of_key.get(sent.api_key or "")
+            body = sent.body
+            if (caller is None or sent.method != "POST" or sent.path != "/runs"
+                    or not isinstance(body, dict)
+                    or not isinstance(body.get("fixtureRuns"), dict)):
+                continue
+            r = sent.response
+            if r.status == 201 and isinstance(r.json, dict) and isinstance(
+                    r.json.get("runId"), str) and body.get("mode") is not None:
+                eval_id = str(r.json["runId"])
+                self._record(ModelRun(eval_id, caller, "example", None, terminal=True,
+                                      fixture_runs=dict(body["fixtureRuns"])))
+                session = self._session(caller)
+                self._judge_wire(self.model.runs[eval_id], session.events(eval_id), session,
+                                 modelled=False)
+        keys = run.example.live_keys()
+        if not keys:
+            return
+        if self._same_names and self.inside is not None and self.inside.counter_seam():
+            for (tenant, key), count in self.inside.live_counters().items():
+                if key in keys:
+                    self.model.world.counters[(tenant, key)] = count
+        watched = sorted(keys.intersection(WATCHED_KEYS))
+        self._movable.update(watched)
+        for tenant in self.keys:
+            for key, got in self._readings(tenant, watched) if watched else ():
+                if got is not None:
+                    self.model.world.counters[(tenant, key)] = got
+                    self._known.setdefault(tenant, {})[key] = got
+
     @invariant()
     def after_every_step(self) -> None:
         type(self).steps_taken += 1
@@ -1694,6 +1828,50 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             judged(self.oracles[0])
 
 
+@attrs.frozen
+class _Sent:
+    """One request an example row's step sent, and its answer."""
+
+    method: str
+    path: str
+    api_key: str | None
+    body: Any
+    response: Response
+
+
+@attrs.define
+class _Watched:
+    """The machine's host as an example row drives it: every request and answer kept, so
+    that the machine's invariants judge them after the step."""
+
+    client: HostClient
+    seen: list[_Sent] = attrs.Factory(list)
+
+    @property
+    def name(self) -> str:
+        return self.client.name
+
+    @property
+    def host(self) -> Any:  # the in-process host, where there is one (`inspector_of`)
+        return getattr(self.client, "host", self.client)
+
+    def request(self, method: str, path: str, *, api_key: str | None = None,
+                json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
+        r = self.client.request(method, path, api_key=api_key, json=json, headers=headers)
+        self.seen.append(_Sent(method, path, api_key, None if json is NO_BODY else json, r))
+        return r
+
+
+_TABLE: dict[str, Example] = {}
+
+
+def example_rows() -> dict[str, Example]:
+    """The example rows of specs/examples/, by id (loaded once)."""
+    if not _TABLE:
+        _TABLE.update((e.id, e) for e in load_examples())
+    return _TABLE
+
+
 def attr_tuple(entry: Entry) -> list[Any]:
     return [entry.tool, entry.args, entry.response, entry.is_error]
 
@@ -1742,7 +1920,7 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
         "tenant_keys": dict(keys or TENANTS), "offered": None, "noise": None, "broken": set(),
         "branches": collections.Counter(), "drawn": collections.Counter(),
         "programs_run": collections.Counter(), "judged_counts": collections.Counter(),
-        "requests_made": 0,
+        "rows_run": collections.Counter(), "rows_apart": {}, "requests_made": 0,
         "http_sent": 0, "steps_taken": 0,
         "examples_run": 0, "kept": None})
 

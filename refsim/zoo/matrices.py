@@ -99,6 +99,8 @@ class Kill:
             "shrinkBudget": shrunk.budget, "shrinkSeconds": round(shrunk.seconds, 2),
             "shrinkComplete": shrunk.complete, "shrunk": shrunk.shrunk,
             "program": list(shown.pasteable)}
+        if found.program_name is not None:  # an explicit program: shown as written
+            out["explicitProgram"] = found.program_name
         if shrunk.note is not None:
             out["shrinkNote"] = shrunk.note
         return out
@@ -118,10 +120,12 @@ def over_http(faulty: Mutant) -> Side:
 
 
 def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
-                 http: bool = False, shrink_budget: float = 0.0) -> Kill:
+                 http: bool = False, shrink_budget: float = 0.0,
+                 programs: bool = True) -> Kill:
     """The checker's verdict on `faulty`, and the machine's: a search without shrinking
     decides the kill (the same seeds and budget whatever `shrink_budget`), then its
-    counterexample is shrunk for display within `shrink_budget` seconds (0: not shrunk)."""
+    counterexample is shrunk for display within `shrink_budget` seconds (0: not shrunk).
+    `programs=False`: the random search alone, without the explicit programs first."""
     side = Side.of(run_parts(Target(recipe=faulty), PARTS))
     result = shrunk = None
     for seed_value in MACHINE_SEEDS if machine_examples > 0 else ():
@@ -130,7 +134,8 @@ def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
         found_in = InMemoryExampleDatabase()
         result = run_machine(lambda: faulty.host(), max_examples=machine_examples,
                              steps=machine_steps, seed_value=seed_value, shrink=False,
-                             database=found_in)
+                             database=found_in, programs=programs and seed_value == (
+                                 MACHINE_SEEDS[0]))
         if not result.passed:
             shrunk = shrink_for_display(lambda: faulty.host(), result, found_in,
                                         budget=shrink_budget, steps=machine_steps,
@@ -141,10 +146,10 @@ def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
 
 
 def _judge_json(name: str, machine_examples: int, machine_steps: int, http: bool,
-                shrink_budget: float) -> dict[str, Any]:
+                shrink_budget: float, programs: bool = True) -> dict[str, Any]:
     return judge_mutant(mutant(name), machine_examples=machine_examples,
                         machine_steps=machine_steps, http=http,
-                        shrink_budget=shrink_budget).to_json()
+                        shrink_budget=shrink_budget, programs=programs).to_json()
 
 
 def kill_matrix(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 100,
@@ -157,13 +162,15 @@ def kill_matrix(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 100,
 def kill_matrix_json(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 30,
                      machine_steps: int = 30, http: bool = True, jobs: int | None = None,
                      shrink_budget: float = SHRINK_BUDGET,
-                     progress: Progress | None = None) -> dict[str, Any]:
+                     progress: Progress | None = None, programs: bool = True
+                     ) -> dict[str, Any]:
     """The matrix as its JSON document, with the hosts spread over `jobs` processes (each
     host's machine kill shrunk for display in the process that found it). Ctrl-C raises
     `Stopped` with the document of the hosts judged by then, marked partial."""
     jobs = jobs or min(len(mutants), os.cpu_count() or 1)
     names = [m.name for m in mutants]
-    args = [(n, machine_examples, machine_steps, http, shrink_budget) for n in names]
+    args = [(n, machine_examples, machine_steps, http, shrink_budget, programs)
+            for n in names]
     docs, stopped = run_all(_judge_json, args, jobs=jobs, progress=progress,
                             label=lambda a: str(a[0]))
     doc = to_document(docs)
