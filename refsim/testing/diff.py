@@ -338,7 +338,8 @@ class DiffMachine(RecordedFixturesMachine):
                 return list(zip(names, a, strict=True))
         return super()._readings(tenant, names)
 
-    def _judge_wire(self, run: Any, events: list[dict[str, Any]], session: Any) -> None:
+    def _judge_wire(self, run: Any, events: list[dict[str, Any]], session: Any, *,
+                    modelled: bool = True) -> None:
         """Not read here: the diff compares the answers of the machine's rules, and each
         channel's framing (a stream's line ends, member order) may differ between two
         correct hosts; fuzz judges the channels."""
