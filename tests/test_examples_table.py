@@ -405,7 +405,7 @@ def test_a_row_that_raises_is_blocked_not_failed(monkeypatch: pytest.MonkeyPatch
 
     def broken(self: Any) -> Any:
         raise IndexError("list index out of range")
-    monkeypatch.setattr(examples._RowRun, "run", broken)
+    monkeypatch.setattr(examples.RowRun, "run", broken)
     example = load_examples()[0]
     row = run_example(example, SimHost(seed=0))
     assert row.disposition is Disposition.BLOCKED

@@ -236,8 +236,12 @@ def test_a_focused_machine_rejects_what_breaks_another_requirement() -> None:
 @pytest.mark.slow  # a few kill-matrix judgements to find a long kill
 def test_the_shrink_budget_leaves_the_kill_as_found() -> None:
     faulty = mutant(long_matrix_kill())  # its kill at the matrix's budget is long
-    plain = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0)
-    shrunk = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0.001)
+    # The random search alone (`mutants --no-sweep`): an explicit program's kill is shown
+    # as written, never shrunk.
+    plain = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0,
+                         programs=False)
+    shrunk = judge_mutant(faulty, machine_examples=25, machine_steps=30, shrink_budget=0.001,
+                          programs=False)
     assert plain.machine is not None and shrunk.machine is not None
     assert plain.machine.program == shrunk.machine.program  # the same unshrunk run
     before, after = plain.to_json()["machine"], shrunk.to_json()["machine"]
