@@ -428,6 +428,12 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
 
     figures += fuzz_over_http(say)
 
+    say("the whole check in process, keeping every exchange and not (best of 5 each)")
+    traced, bare = check_with_and_without_trace(5)
+    figures.append(Figure("check-exchanges-kept", "check in process, every exchange kept "
+                          "(a red row's evidence)", traced, "s",
+                          "the same check keeping none", bare, "s", 1.1, "x"))
+
     say("python -c 'import refsim' and python -m refsim check, as processes (best of 5 each)")
     with tempfile.TemporaryDirectory(prefix="refsim-bench-pycache-") as cache:
         env = process_env(cache)
@@ -454,6 +460,25 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
                      "bench's own (PYTHONDONTWRITEBYTECODE is set here: without a cache every "
                      "start compiles refsim's source again)")
     return figures
+
+
+def check_with_and_without_trace(rounds: int) -> tuple[float, float]:
+    """Seconds of the whole check in process (every part, the built-in host) with every
+    exchange kept (as `refsim check` always runs it: `refsim.wire.trace`) and without,
+    alternately, the best of `rounds` each."""
+    from refsim.check.runner import PARTS, Target, run_parts
+    from refsim.wire.trace import Trace, recording
+    run_parts(Target(), PARTS)  # imports and caches warm
+    traced = bare = float("inf")
+    for _ in range(rounds):
+        clock = time.perf_counter()
+        run_parts(Target(), PARTS)
+        bare = min(bare, time.perf_counter() - clock)
+        clock = time.perf_counter()
+        with recording(Trace()):
+            run_parts(Target(), PARTS)
+        traced = min(traced, time.perf_counter() - clock)
+    return traced, bare
 
 
 # The campaign the targets are stated for: 200 examples x 50 steps (about 10,000 steps).

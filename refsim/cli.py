@@ -146,20 +146,31 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     remote = _remote(args)
     if isinstance(remote, int):
         return remote
+    trace_dir = _trace_dir(args)
+    if isinstance(trace_dir, int):
+        return trace_dir
+    from refsim.check import evidence
+    from refsim.check.observe import KEY_A, KEY_B
+    from refsim.wire.trace import Trace, recording
+    trace = Trace()  # every exchange, for a failed row's evidence (and --trace)
+    keys = ({"acme": remote[1], "globex": remote[2] or ""} if remote is not None
+            else {"acme": KEY_A, "globex": KEY_B})
     try:
-        if remote is None:
-            rows = run_parts(target, parts, args.prefix)
-        else:
-            client, api_key, tenant_b = remote
-            refused = _keys_refused(client, api_key, tenant_b)
-            if refused is not None:
-                print(f"refsim: {refused}", file=sys.stderr)
-                return EXIT_USAGE
-            rows = run_parts(target, parts, args.prefix, client=client, api_key=api_key,
-                             tenant_b_key=tenant_b)
+        with recording(trace):
+            if remote is None:
+                rows = run_parts(target, parts, args.prefix)
+            else:
+                client, api_key, tenant_b = remote
+                refused = _keys_refused(client, api_key, tenant_b)
+                if refused is not None:
+                    print(f"refsim: {refused}", file=sys.stderr)
+                    return EXIT_USAGE
+                rows = run_parts(target, parts, args.prefix, client=client, api_key=api_key,
+                                 tenant_b_key=tenant_b)
     except ValueError as exc:  # HostUnreachable is one: a clear line, not a traceback
         print(f"refsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    rows = evidence.attach(rows, trace, keys, remote=remote is not None)
     label = target.label if remote is None else remote[0].name
     if not rows:
         print(f"refsim: no check matches {args.prefix!r}", file=sys.stderr)
@@ -183,12 +194,35 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     report.write_reports(rows, label, args.json, args.junit, generated_at=generated,
                          assumptions=assumed or None)
     _with_sample(rows, args)
+    if trace_dir is not None:
+        written = evidence.write_rows(trace_dir, report.judged(rows), trace, keys)
+        print(f"trace: {len(written)} HAR 1.2 file(s) in {trace_dir} (one per row that sent "
+              "requests; keys redacted as the variables that hold them)")
     code = report.verdict(rows)
     if untested is not None:
         print(f"untested: {untested}" + (" (--strict: exit 2)" if args.strict else ""))
         if args.strict and code == 0:
             return report.EXIT_UNKNOWN
     return code
+
+
+def _trace_dir(args: argparse.Namespace) -> Path | int | None:
+    """The folder --trace names (made here), None without it; the usage exit code when it
+    cannot be a folder."""
+    if getattr(args, "trace", None) is None:
+        return None
+    path = Path(args.trace)
+    if path.exists() and not path.is_dir():
+        print(f"refsim: --trace names a folder for the HAR files; {path} is a file",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"refsim: cannot make the --trace folder {path}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    return path
 
 
 def _with_sample(rows: Sequence[Row], args: argparse.Namespace) -> None:
@@ -341,7 +375,15 @@ def _fuzz_run(args: argparse.Namespace, target: Any, database: str | None) -> in
         run_machine,
     )
 
+    trace_dir = _trace_dir(args)
+    if isinstance(trace_dir, int):
+        return trace_dir
     if args.jobs > 1 or args.duration is not None:
+        if trace_dir is not None:
+            print("refsim fuzz: --trace writes the counterexample of one process; a "
+                  "campaign's runs in another: replay it with --replay --database DIR "
+                  "--trace DIR", file=sys.stderr)
+            return EXIT_USAGE
         base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(
             2**32)
         total, unit = (args.duration, "s") if args.duration is not None else (args.jobs,
@@ -381,6 +423,11 @@ def _fuzz_run(args: argparse.Namespace, target: Any, database: str | None) -> in
     if not result.passed:
         print_reproduction(sys.stdout, target=target, database=database, steps=args.steps,
                            seed_value=args.seed)
+        if trace_dir is not None and result.exchanges:
+            from refsim.testing.fuzz import write_counterexample_har
+            path = write_counterexample_har(result, trace_dir, target)
+            print(f"trace: the failing example's {len(result.exchanges)} exchange(s) as HAR "
+                  f"1.2 in {path} (keys redacted as the variables that hold them)")
     return code
 
 
@@ -603,6 +650,9 @@ def _add_check_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit 2 when the host advertises a capability the checks could not "
                         "test (recordedFixtures without the conformance fixtures)")
+    p.add_argument("--trace", metavar="DIR",
+                   help="write every exchange as HAR 1.2, one file per row (keys redacted); "
+                        "a failed row's evidence is in the JSON report either way")
 
 
 def _add_remote_options(p: argparse.ArgumentParser, base_url_help: str,
@@ -756,6 +806,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "replayed first on the next run, wherever it runs")
     fuzz.add_argument("--replay", action="store_true",
                       help="only replay what --database holds; generate nothing")
+    fuzz.add_argument("--trace", metavar="DIR",
+                      help="write the failing example's exchanges as HAR 1.2 (keys "
+                           "redacted); the counterexample's own are printed either way, as "
+                           "curl lines over HTTP")
     fuzz.add_argument("--no-sweep", action="store_true",
                       help="skip the explicit programs run before anything random (every "
                            "example row of specs/examples/, and the class sweep: one program "

@@ -15,8 +15,10 @@ from refsim.domain.owners import Tenant
 from refsim.domain.profile import HostProfile
 from refsim.suite_docs import load_builtin
 from refsim.wire.client import NO_BODY
+from refsim.wire.httpclient import request_target
 from refsim.wire.response import Response
 from refsim.wire.router import Router
+from refsim.wire.trace import IN_PROCESS_BASE, clock, current, since
 
 # What `json.dumps(body, allow_nan=False)` writes, with the encoder built once.
 _REQUEST_BODY = encoder(allow_nan=False)
@@ -72,7 +74,14 @@ class SimHost:
                 body = b"\x00not JSON"
             if not any(k.lower() == "content-type" for k in all_headers):
                 all_headers["Content-Type"] = "application/json"
-        return self.request_raw(method, path, headers=all_headers, body=body)
+        trace = current()
+        if trace is None:
+            return self.request_raw(method, path, headers=all_headers, body=body)
+        started = clock()
+        answer = self.request_raw(method, path, headers=all_headers, body=body)
+        trace.add(started[0], since(started), method, IN_PROCESS_BASE + request_target(path),
+                  all_headers, body, answer)
+        return answer
 
     def request_raw(self, method: str, path: str, *, headers: dict[str, str] | None = None,
                     body: bytes | None = None) -> Response:

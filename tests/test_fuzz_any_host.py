@@ -232,3 +232,15 @@ def test_the_machine_sends_few_requests_per_step_to_a_host_it_cannot_see_into() 
     assert result.passed, result.message
     steps = result.machine.steps_taken
     assert steps > 600 and len(host.sent) / steps <= 4.0, (len(host.sent), steps)
+
+
+def test_a_second_run_against_the_same_long_lived_host_passes() -> None:
+    """A host seen from outside keeps every Idempotency-Key an earlier refsim run sent:
+    each run's keys are its own (the sweep's idempotent creates asked a key of the last
+    run with another body, and a correct host's 409 was taken for a breach)."""
+    from refsim.host import SimHost
+    host = Recording(SimHost(seed=0))
+    for _ in range(2):
+        result = run_machine(lambda: host, max_examples=2, steps=5, seed_value=0,
+                             shrink=False)
+        assert result.passed, result.message

@@ -46,6 +46,7 @@ from refsim.domain.profile import PROFILES
 from refsim.wire.client import HostClient
 from refsim.wire.render import agents_family
 from refsim.wire.response import Response
+from refsim.wire.trace import segment
 
 SCENARIO = "rfc-0252-examples"
 DEFAULT_DIRECTORY = paths.SPECS / "examples"
@@ -816,29 +817,32 @@ def run_examples(make_host: HostFor, prefix: str | None = None, *,
     for e in chosen:
         if not e.matches(prefix):
             continue
-        missing = sorted({a.tenant for a in e.actions} - set(keys or DEFAULT_TENANTS)
-                         - {a.capture for a in e.actions if a.kind == "add_tenant"})
-        if remote:
-            why = e.needs_inside()
-            if why is not None:
-                # A row whose requirement no outsider can witness may still make claims the
-                # wire shows (a replayed answer, a status): a breach of those is a breach,
-                # named; their holding proves nothing of the requirement, so it stays apart.
-                if not missing and e.wire_claims_beside_the_inside():
-                    row = run_example(e, make_host(None), keys=keys)
-                    if row.disposition is Disposition.EXECUTED_FAIL:
-                        out.append(row)
-                        continue
-                out.append(Row.apart_row(e.requirement_id, SCENARIO, why, check_id=e.id))
-                continue
-        if missing:
-            out.append(Row.unjudged(e.requirement_id, SCENARIO, Disposition.BLOCKED,
-                                    "no API key for tenant " + ", ".join(missing) +
-                                    " (a second tenant's key: --tenant-b-api-key or "
-                                    "OPENWOP_TEST_TENANT_B_API_KEY)", check_id=e.id))
-            continue
-        out.append(run_example(e, make_host(None if remote else e.profile), keys=keys))
+        with segment(e.id):  # its exchanges, for a failed row's evidence
+            out.append(_run_one(e, make_host, keys, remote))
     return out
+
+
+def _run_one(e: Example, make_host: HostFor, keys: Mapping[str, str] | None,
+             remote: bool) -> Row:
+    missing = sorted({a.tenant for a in e.actions} - set(keys or DEFAULT_TENANTS)
+                     - {a.capture for a in e.actions if a.kind == "add_tenant"})
+    if remote:
+        why = e.needs_inside()
+        if why is not None:
+            # A row whose requirement no outsider can witness may still make claims the
+            # wire shows (a replayed answer, a status): a breach of those is a breach,
+            # named; their holding proves nothing of the requirement, so it stays apart.
+            if not missing and e.wire_claims_beside_the_inside():
+                row = run_example(e, make_host(None), keys=keys)
+                if row.disposition is Disposition.EXECUTED_FAIL:
+                    return row
+            return Row.apart_row(e.requirement_id, SCENARIO, why, check_id=e.id)
+    if missing:
+        return Row.unjudged(e.requirement_id, SCENARIO, Disposition.BLOCKED,
+                            "no API key for tenant " + ", ".join(missing) +
+                            " (a second tenant's key: --tenant-b-api-key or "
+                            "OPENWOP_TEST_TENANT_B_API_KEY)", check_id=e.id)
+    return run_example(e, make_host(None if remote else e.profile), keys=keys)
 
 
 def run_example(example: Example, host: HostClient, *,

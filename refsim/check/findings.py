@@ -81,6 +81,12 @@ class Row:
     # Not run on this host because it needs the simulator's inside: listed apart in every
     # report, never a pass or a fail, and no part of the verdict.
     apart: bool = False
+    # A failed row's exchanges behind its failing assertions, as HAR entries (keys
+    # redacted, bodies bounded), and the curl lines that send them again, in order (over
+    # HTTP); `reproduce` says what running the last line shows (`refsim.check.evidence`).
+    evidence: tuple[Any, ...] = attrs.field(default=(), eq=False)
+    curl: tuple[str, ...] = attrs.field(default=(), eq=False)
+    reproduce: str = attrs.field(default="", eq=False)
 
     @property
     def assertion_count(self) -> int:

@@ -45,6 +45,7 @@ from refsim.check.registry import load_registry
 from refsim.domain.ids import seen_parts, spliced
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
+from refsim.wire.trace import segment
 
 SCENARIO = "invariants"
 
@@ -287,10 +288,12 @@ def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = Non
     for inv in invariants if invariants is not None else load_invariants():
         if prefix is not None and not inv.matches(prefix):
             continue
-        parts = [(f"example {name}", _example_part(name, make_host, keys, remote, ran))
-                 for name in inv.examples]
-        if inv.check is not None:
-            parts.append((inv.check, _check_part(inv, inv.check, make_host, keys, remote)))
+        with segment(inv.id):  # its exchanges, for a failed row's evidence
+            parts = [(f"example {name}", _example_part(name, make_host, keys, remote, ran))
+                     for name in inv.examples]
+            if inv.check is not None:
+                parts.append((inv.check, _check_part(inv, inv.check, make_host, keys,
+                                                     remote)))
         rows.append(conjoin(inv, parts))
     return rows
 

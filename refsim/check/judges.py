@@ -24,6 +24,7 @@ from refsim.domain.canonical import canonical, canonical_or_none, integral
 from refsim.domain.ids import ProjectionError, parse_bound, project, unproject
 from refsim.wire.errors import is_registered
 from refsim.wire.response import Response
+from refsim.wire.trace import quoted
 
 # RFC 0081's content-free list for eval events and summaries (conformance EVAL_CONTENT_FORBIDDEN).
 CONTENT_FORBIDDEN = frozenset({"taskOutput", "output", "rubric", "completion", "prompt", "body",
@@ -867,8 +868,14 @@ def schema_vector(req: str, vector: Mapping[str, Any]) -> Finding:
 
 
 def _obs(response: Response) -> dict[str, Any]:
-    return {"status": response.status, "body": response.json if response.json is not None
-            else response.text}
+    """An answer as a finding quotes it; while a trace records, with the exchange that got
+    it (a failed row's evidence: `refsim.check.evidence`)."""
+    out = {"status": response.status, "body": response.json if response.json is not None
+           else response.text}
+    seq = quoted(response)
+    if seq is not None:
+        out["exchange"] = seq
+    return out
 
 
 # ----------------------------------------------------------------------------- content

@@ -60,6 +60,31 @@ def _row_json(row: Row) -> dict[str, Any]:
             "assertionCount": row.assertion_count}
 
 
+def _with_evidence(row: Row, doc: dict[str, Any]) -> dict[str, Any]:
+    """A failed row's document with its evidence: the exchanges (HAR entries) and the curl
+    lines that send them again."""
+    if row.evidence:
+        doc["evidence"] = list(row.evidence)
+    if row.curl:
+        doc["curl"] = list(row.curl)
+        doc["reproduce"] = row.reproduce
+    return doc
+
+
+def evidence_text(row: Row) -> list[str]:
+    """A failed row's evidence as text: each exchange in one line, then the curl lines."""
+    lines = []
+    for entry in row.evidence:
+        request, response = entry.get("request", {}), entry.get("response", {})
+        body = response.get("content", {}).get("text", "")
+        lines.append(f"{request.get('method')} {request.get('url')} -> "
+                     f"{response.get('status')} {' '.join(body.split())[:200]}")
+    if row.curl:
+        lines.append(f"to reproduce ({row.reproduce}):")
+        lines.extend(row.curl)
+    return lines
+
+
 def _timestamp(generated_at: str | datetime) -> str:
     if isinstance(generated_at, datetime):
         if generated_at.tzinfo is None:
@@ -74,21 +99,25 @@ def to_json(rows: Sequence[Row], host: str, generated_at: str | datetime,
             assumptions: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The results of a run, in the certification bundle's `results` shape, unsigned."""
     requirements = [_row_json(r) for r in judged(rows)]
+    # Over the rows alone, so two runs that judged alike hash alike whatever their date
+    # (and whatever the exchanges behind them: ids and timings differ from run to run).
+    digest = sha256_hex(requirements)
+    requirements = [_with_evidence(r, d) for r, d in zip(judged(rows), requirements,
+                                                            strict=True)]
     doc: dict[str, Any] = {
         "tool": {"name": "refsim", "version": refsim.__version__},
         "host": {"label": host},
         "generatedAt": _timestamp(generated_at),
         "notACertification": NOT_A_CERTIFICATION,
         "results": {"totals": totals(rows), "requirements": requirements},
-        "detail": {"nonPass": [
-            {"requirementId": r.requirement_id, "checkId": r.check_id or r.requirement_id,
-             "disposition": r.disposition.value, "reason": r.detail}
+        "detail": {"nonPass": [_with_evidence(r, {
+            "requirementId": r.requirement_id, "checkId": r.check_id or r.requirement_id,
+            "disposition": r.disposition.value, "reason": r.detail})
             for r in judged(rows) if not r.passed]},
         # Rows this host was not asked: they need the simulator's inside.
         "inProcessOnly": [{"requirementId": r.requirement_id, "checkId": r.check_id,
                            "reason": r.detail} for r in apart(rows)],
-        # Over the rows alone, so two runs that judged alike hash alike whatever their date.
-        "rowsSha256": sha256_hex(requirements),
+        "rowsSha256": digest,
     }
     if assumptions is not None:
         doc["assumptions"] = [dict(a) for a in assumptions]
@@ -129,7 +158,7 @@ def to_junit(rows: Sequence[Row], host: str) -> str:
                 failed = [f.message for f in row.findings if not f.ok] or [row.detail]
                 node = ET.SubElement(case, "failure", {"message": _xml_text(failed[0]),
                                                        "type": "executed-fail"})
-                node.text = _xml_text("\n".join(failed))
+                node.text = _xml_text("\n".join([*failed, *evidence_text(row)]))
             elif row.disposition is Disposition.BLOCKED:
                 ET.SubElement(case, "skipped", {"message": _xml_text("blocked: " + row.detail)})
             elif row.disposition in (Disposition.SKIPPED, Disposition.INAPPLICABLE):
@@ -176,6 +205,9 @@ def to_text(rows: Sequence[Row], host: str, width: int | None = None,
             lines.append(head)
             lines.extend("    " + part for part in textwrap.wrap(
                 detail, max(36, width - 4), break_on_hyphens=False, break_long_words=False))
+            if row.curl:  # one command a line, never wrapped: it is pasted
+                lines.append(f"    to reproduce ({row.reproduce}):")
+                lines.extend("      " + line for line in row.curl)
     aside = apart(rows)
     if aside:
         lines.append(f"In process only, not run on this host ({len(aside)}; no pass, no fail, "

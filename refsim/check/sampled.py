@@ -61,6 +61,7 @@ from refsim.check.observe import (
 from refsim.domain.canonical import canonical
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
+from refsim.wire.trace import segment
 
 SCENARIO = "sampled"
 # How many members of each class one `check` takes (beyond every derivation of the caller's
@@ -502,7 +503,8 @@ def run_sampled(make_host: Callable[[], HostClient], prefix: str | None = None, 
             rows.append(Row.judged(req, SCENARIO, setup, check_id(cls)))
             continue
         try:
-            found = CHECKS[cls](ctx)
+            with segment(check_id(cls)):  # its exchanges, for a failed row's evidence
+                found = CHECKS[cls](ctx)
         except Unobservable as exc:
             rows.append(Row.unjudged(req, SCENARIO, exc.disposition, exc.reason,
                                      check_id(cls)))

@@ -43,6 +43,7 @@ from refsim.check.observe import (
 from refsim.domain.ids import seen_parts
 from refsim.wire.client import HostClient
 from refsim.wire.response import Response
+from refsim.wire.trace import segment
 
 SCENARIO = "v2-eval-recorded-fixtures"
 SCENARIO_ROW = "openwop.scenario." + SCENARIO
@@ -111,7 +112,9 @@ def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
     }
     for req, step in steps.items():
         try:
-            rows.append(Row.judged(req, SCENARIO, step()))
+            with segment(req):  # its exchanges, for a failed row's evidence
+                found = step()
+            rows.append(Row.judged(req, SCENARIO, found))
         except Unobservable as exc:
             rows.append(Row.unjudged(req, SCENARIO, exc.disposition, exc.reason))
         except Exception as exc:  # refsim's fault, never the host's: blocked, with where

@@ -28,6 +28,7 @@ from hypothesis.errors import Unsatisfiable
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 from hypothesis.reporting import with_reporter
 
+from refsim.check.evidence import failing, redact, with_dependencies
 from refsim.check.runner import HostRecipe
 from refsim.progress import EXIT_INTERRUPTED, Progress, ignore_interrupts
 from refsim.testing.stateful import (
@@ -40,6 +41,7 @@ from refsim.testing.stateful import (
     unreached,
 )
 from refsim.wire.client import HostClient
+from refsim.wire.trace import Exchange, Trace, current, recording
 
 INVARIANT_CALLS = ("after_every_step",)  # the machine's one invariant, not a step
 # Without the shrink phase a failure is reported as found: enough where only "is it
@@ -67,6 +69,12 @@ class FuzzResult:
     # The explicit program (refsim.testing.programs) that failed, where one did: it is
     # shown as written, never shrunk.
     program_name: str | None = None
+    # What the failed finding quoted; the exchanges that show the breach (after those that
+    # made the runs they name), and every exchange of the failing example (--trace).
+    observation: Any = attrs.field(default=None, eq=False)
+    evidence: tuple[Exchange, ...] = attrs.field(default=(), eq=False)
+    breach: frozenset[int] = attrs.field(default=frozenset(), eq=False)  # quoted: their seqs
+    exchanges: tuple[Exchange, ...] = attrs.field(default=(), eq=False)
 
     @property
     def steps(self) -> int:
@@ -217,15 +225,30 @@ def run_machine(factory: Callable[[], HostClient], *, max_examples: int, steps: 
     from refsim.wire.httpclient import HttpClient
     sent = HttpClient.sent
     judged_before = collections.Counter(JUDGED)
+    trace = current() or Trace()  # each example's exchanges, for a counterexample's evidence
     try:
-        if programs and Phase.generate in phases:
-            failed = run_programs(machine)
-            if failed is not None:
-                return failed
-        return _run_test(test, machine, stoppable)
+        with recording(trace):
+            if programs and Phase.generate in phases:
+                failed = run_programs(machine)
+                if failed is not None:
+                    return _with_evidence(failed, trace)
+            return _with_evidence(_run_test(test, machine, stoppable), trace)
     finally:
         machine.http_sent = HttpClient.sent - sent
         machine.judged_counts = JUDGED - judged_before
+
+
+def _with_evidence(result: FuzzResult, trace: Trace) -> FuzzResult:
+    """A counterexample with its exchanges: those of its last step (where it failed) that
+    the failed finding quotes, after those that made the runs they name; and every exchange
+    of the failing example (the trace holds the last example run: the failing one)."""
+    if result.passed or not trace.exchanges:
+        return result
+    every = list(trace.exchanges)
+    last = trace.of(every[-1].segment)
+    chosen = failing(last, [result.observation])
+    return attrs.evolve(result, evidence=tuple(with_dependencies(chosen, every)),
+                        breach=frozenset(e.seq for e in chosen), exchanges=tuple(every))
 
 
 def run_programs(machine: type[RecordedFixturesMachine]) -> FuzzResult | None:
@@ -248,7 +271,7 @@ def run_programs(machine: type[RecordedFixturesMachine]) -> FuzzResult | None:
                      "(specs/classes.yaml)")
             return FuzzResult(False, result.requirement_id, result.message, result.lines,
                               (f"{where}, step {result.steps_run}",), machine,
-                              program_name=program.name)
+                              program_name=program.name, observation=result.observation)
     return None
 
 
@@ -271,7 +294,8 @@ def _run_test(test: Callable[[], None], machine: type[RecordedFixturesMachine],
         narrative = tuple(line for line in notes if not _is_program(line)
                           and not line.startswith(("Falsifying", "Failing", "Explanation",
                                                    "    ")))
-        return FuzzResult(False, exc.requirement_id, str(exc), program, narrative, machine)
+        return FuzzResult(False, exc.requirement_id, str(exc), program, narrative, machine,
+                          observation=exc.observation)
     return FuzzResult(True, None, "", (), (), machine)
 
 
@@ -317,6 +341,41 @@ def _print_counterexample(requirement_id: str | None, message: str, narrative: S
         print(f"  {line}", file=out)
 
 
+def _secrets(target: FuzzTarget) -> tuple[tuple[str, str], ...]:
+    from refsim.check.evidence import redactions
+    from refsim.check.observe import KEYS
+    return redactions(target.tenant_keys() or dict(KEYS))
+
+
+def print_exchanges(result: FuzzResult, out: TextIO, target: FuzzTarget) -> None:
+    """Under a counterexample: the exchanges of its failing step that show the breach (after
+    those that made the runs they name); over HTTP, as curl lines that send them again."""
+    if not result.evidence:
+        return
+    from refsim.check.evidence import curl_lines, reproduce_note
+    secrets = _secrets(target)
+    print("\nThe exchanges that show it (the failing step's, after those that made the runs "
+          "they name):", file=out)
+    for e in result.evidence:
+        body = " ".join((e.response.text or "").split())[:200]
+        print(f"  {e.method} {redact(e.url, secrets)} -> {e.response.status} "
+              f"{redact(body, secrets)}", file=out)
+    if target.base_url is None:
+        return
+    chosen = [e for e in result.evidence if e.seq in result.breach]
+    print(f"To reproduce over HTTP ({reproduce_note(chosen, result.evidence)}):", file=out)
+    for line in curl_lines(result.evidence, secrets):
+        print(f"  {line}", file=out)
+
+
+def write_counterexample_har(result: FuzzResult, directory: Path, target: FuzzTarget) -> Path:
+    """`fuzz --trace DIR`: the failing example's every exchange, as HAR 1.2."""
+    from refsim.check.evidence import write_har
+    return write_har(directory, f"counterexample-{result.requirement_id}", result.exchanges,
+                     _secrets(target), f"COUNTEREXAMPLE for {result.requirement_id}: "
+                     f"{result.message[:500]}")
+
+
 def _print_branches(branches: collections.Counter[str], out: TextIO,
                     unoffered: dict[str, str] | None = None) -> int:
     for branch, count in sorted(branches.items()):
@@ -350,6 +409,7 @@ def report(result: FuzzResult, out: TextIO, target: FuzzTarget | None = None) ->
         _print_counterexample(result.requirement_id, result.message, result.narrative,
                               result.pasteable, result.steps, out,
                               (target or FuzzTarget()).program_header())
+        print_exchanges(result, out, target or FuzzTarget())
         return EXIT_COUNTEREXAMPLE
     print(f"passed: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
           f"{machine.requests_made} request(s) by its rules"

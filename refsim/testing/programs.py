@@ -68,6 +68,7 @@ class ProgramResult:
     steps_run: int = 0
     skipped: int = 0  # steps whose rule the host does not offer (a precondition)
     apart: str | None = None  # why the program's example row cannot run on this host
+    observation: Any = None  # what the failed finding quoted (for the evidence)
 
 
 def _start(*, rich: int = 1, trials: int = 2) -> list[Step]:
@@ -269,7 +270,7 @@ def run_program(machine: type[RecordedFixturesMachine], program: Program) -> Pro
     except RequirementViolated as exc:
         lines.append("state.teardown()")
         return ProgramResult(program.name, False, exc.requirement_id, str(exc), tuple(lines),
-                             ran, skipped)
+                             ran, skipped, observation=exc.observation)
     finally:
         if "model" in state.__dict__:  # ended by a breach: let it go without judging again
             state.__dict__.pop("model")

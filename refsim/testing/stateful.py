@@ -81,6 +81,7 @@ from refsim.testing.strategies import (
 )
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
+from refsim.wire.trace import current, mark
 
 # The script of every example's first sources: both keys moved, one read twice.
 COUNTER_INIT: tuple[dict[str, Any], ...] = (
@@ -185,9 +186,11 @@ def narrating() -> bool:
 class RequirementViolated(AssertionError):
     """A check failed; the message starts with the requirement id in brackets."""
 
-    def __init__(self, requirement_id: str, message: str) -> None:
+    def __init__(self, requirement_id: str, message: str, observation: Any = None) -> None:
         super().__init__(f"[{requirement_id}] {message}")
         self.requirement_id = requirement_id
+        # What the failed finding quoted (the answers it judged), for the evidence.
+        self.observation = observation
 
 
 # While set, a violation of any other requirement makes the example invalid rather than
@@ -207,12 +210,13 @@ def focused_on(requirement_id: str | None) -> Iterator[None]:
         _FOCUS.reset(token)
 
 
-def expect(condition: bool, requirement_id: str, message: str) -> None:
+def expect(condition: bool, requirement_id: str, message: str,
+           observation: Any = None) -> None:
     if not condition:
         focus = _FOCUS.get()
         if focus is not None and requirement_id != focus:
             reject()
-        raise RequirementViolated(requirement_id, message)
+        raise RequirementViolated(requirement_id, message, observation)
 
 
 # Every finding the machine's judges gave in this process, by requirement id: how often a
@@ -225,7 +229,7 @@ def judged(finding: Finding) -> None:
     finding fails the step."""
     JUDGED[(finding.requirement_id, finding.ok)] += 1
     if not finding.ok:
-        expect(False, finding.requirement_id, finding.message)
+        expect(False, finding.requirement_id, finding.message, finding.observation)
 
 
 def _norm(value: Any, failed: bool) -> Any:
@@ -371,6 +375,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
     examples_run: ClassVar[int] = 0
     # What the long-lived host over HTTP keeps from one example to the next.
     kept: ClassVar[HostMemory | None] = None
+    # What makes this machine class's fresh values (Idempotency-Keys) its own on a host
+    # that outlives it (`machine_for` gives each class its own).
+    run_nonce: ClassVar[str] = nonce()
 
     tenants = Bundle("tenants")
     runs = Bundle("runs")
@@ -427,6 +434,13 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self._same_names = self.inside is not None and all(
             self.inside.tenant_of(key) == label for label, key in self.keys.items())
         type(self).examples_run += 1
+        # The exchanges of this example alone, filed by step (a counterexample's evidence:
+        # `refsim.testing.fuzz` records them).
+        trace = current()
+        if trace is not None:
+            trace.clear()
+        self._step = 1
+        mark("step 1")
         # (tenant, counter key) pairs the current step may have moved: read after it; and
         # every key a step of the example may have moved (read for every tenant at its end).
         self._moved: set[tuple[str, str]] = set()
@@ -1091,7 +1105,11 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         return classes.headers_for(headers, lambda: f"refsim-machine-{self._fresh()}")
 
     def _fresh(self) -> str:
+        """A value no earlier request of this run sent (an Idempotency-Key, a tag); over
+        HTTP, of any run: a long-lived host remembers keys an earlier refsim run sent."""
         self._serial += 1
+        if self.inside is None:
+            return f"{type(self).run_nonce}-{type(self).examples_run}-{self._serial}"
         return f"{type(self).examples_run}-{self._serial}"
 
     def _create(self, caller: str, body: Any, header: str = "plain") -> Response:
@@ -1762,6 +1780,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         type(self).steps_taken += 1
         for name in self.AFTER_EVERY_STEP:
             getattr(self, name)()
+        self._step += 1  # the exchanges from here on are the next step's (the evidence)
+        mark(f"step {self._step}")
 
     def live_state_agrees(self, every: bool = False
                           ) -> dict[str, list[tuple[str, int | None]]]:
@@ -1921,6 +1941,7 @@ def machine_for(factory: Callable[[], HostClient], *, extended: bool = True,
         "branches": collections.Counter(), "drawn": collections.Counter(),
         "programs_run": collections.Counter(), "judged_counts": collections.Counter(),
         "rows_run": collections.Counter(), "rows_apart": {}, "requests_made": 0,
+        "run_nonce": nonce(),
         "http_sent": 0, "steps_taken": 0,
         "examples_run": 0, "kept": None})
 

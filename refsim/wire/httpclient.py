@@ -15,6 +15,7 @@ from refsim._version import __version__
 from refsim.wire.asgi import header_dict
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
+from refsim.wire.trace import clock, current, since
 
 if TYPE_CHECKING:
     from refsim.wire.client import HostClient
@@ -147,6 +148,10 @@ class HttpClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def base_url(self) -> str:
+        return self._base
+
     def request(self, method: str, path: str, *, api_key: str | None = None,
                 json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
         if not path.startswith("/"):
@@ -169,19 +174,24 @@ class HttpClient:
                 data = repr(json).encode("utf-8", "replace")
             if _get(all_headers, "content-type") is None:
                 all_headers["Content-Type"] = "application/json"
-        target = quote(path, safe=_TARGET_SAFE)
+        target = request_target(path)
         url = self._base + target
+        trace = current()
+        started = clock() if trace is not None else (0.0, 0.0)
         try:
             try:
-                return self._exchange(method, self._prefix + target, data, all_headers)
+                answer = self._exchange(method, self._prefix + target, data, all_headers)
             except _STALE:
                 if method.upper() not in ("GET", "HEAD"):
                     raise
-                return self._exchange(method, self._prefix + target, data, all_headers,
-                                      fresh=True)
+                answer = self._exchange(method, self._prefix + target, data, all_headers,
+                                        fresh=True)
         except (http.client.HTTPException, OSError, ValueError) as exc:
             self._connection(fresh=True)  # whatever was half-read is not read again
             raise _unreachable(url, exc) from exc
+        if trace is not None:
+            trace.add(started[0], since(started), method, url, all_headers, data, answer)
+        return answer
 
     def _exchange(self, method: str, target: str, data: bytes | None,
                   headers: dict[str, str], fresh: bool = False) -> Response:
@@ -190,6 +200,11 @@ class HttpClient:
         answer = conn.getresponse()
         body = answer.read()
         return _response(answer.status, header_dict(answer.getheaders()), body)
+
+
+def request_target(path: str) -> str:
+    """A path as the request target sends it (percent-encoded where it must be)."""
+    return quote(path, safe=_TARGET_SAFE)
 
 
 def _unreachable(url: str, exc: BaseException) -> HostUnreachable:

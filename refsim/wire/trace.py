@@ -1,0 +1,130 @@
+"""Every exchange a client sends, kept while a `Trace` is recording: the request as sent
+(method, URL, headers, body) and its answer, with when it started and how long it took.
+
+`HttpClient` and `SimHost` file each request in the recording trace of the current context
+(`recording`), under the current segment label (`segment`: a row's check id, a machine
+step). With no trace recording, a request costs one context-variable read more. A trace
+keeps at most `MAX_KEPT` exchanges, the oldest going first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from refsim.wire.response import Response
+
+MAX_KEPT = 20_000
+# Where an in-process host's exchanges are said to go: a name that resolves nowhere.
+IN_PROCESS_BASE = "http://refsim.invalid"
+
+
+@attrs.frozen
+class Exchange:
+    seq: int
+    segment: str
+    started: float  # seconds since the epoch
+    elapsed: float  # seconds
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes | None
+    response: Response
+
+    def request_json(self) -> Any:
+        if self.body is None:
+            return None
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+
+class Trace:
+    def __init__(self, limit: int = MAX_KEPT) -> None:
+        self.exchanges: deque[Exchange] = deque(maxlen=limit)
+        self._seq = 0
+        # The answers kept, by identity: which exchange a judge's observation quotes.
+        self._answers: dict[int, int] = {}
+
+    def add(self, started: float, elapsed: float, method: str, url: str,
+            headers: Mapping[str, str], body: bytes | None, response: Response) -> None:
+        self._seq += 1
+        if len(self.exchanges) == self.exchanges.maxlen:
+            self._answers.pop(id(self.exchanges[0].response), None)
+        self.exchanges.append(Exchange(self._seq, _SEGMENT.get(), started, elapsed, method,
+                                       url, tuple(headers.items()), body, response))
+        self._answers[id(response)] = self._seq
+
+    def seq_of(self, response: Response) -> int | None:
+        """The exchange that got `response`, where this trace kept it."""
+        return self._answers.get(id(response))
+
+    def of(self, label: str) -> list[Exchange]:
+        """The exchanges filed under `label`, in the order they were sent."""
+        return [e for e in self.exchanges if e.segment == label]
+
+    def clear(self) -> None:
+        self.exchanges.clear()
+        self._answers.clear()
+
+
+_TRACE: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("refsim_trace",
+                                                                      default=None)
+_SEGMENT: contextvars.ContextVar[str] = contextvars.ContextVar("refsim_segment", default="")
+
+
+def current() -> Trace | None:
+    return _TRACE.get()
+
+
+def quoted(response: Response) -> int | None:
+    """The exchange of the recording trace that got `response` (None when no trace is
+    recording, or it did not keep it): what a judge's observation names as its source."""
+    trace = _TRACE.get()
+    return None if trace is None else trace.seq_of(response)
+
+
+@contextlib.contextmanager
+def recording(trace: Trace) -> Iterator[Trace]:
+    """Every request sent inside is kept in `trace`."""
+    token = _TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        _TRACE.reset(token)
+
+
+@contextlib.contextmanager
+def segment(label: str) -> Iterator[None]:
+    """Every exchange sent inside is filed under `label`."""
+    token = _SEGMENT.set(label)
+    try:
+        yield
+    finally:
+        _SEGMENT.reset(token)
+
+
+def mark(label: str) -> None:
+    """File the exchanges from here on under `label` (until the next mark, or the end of
+    the enclosing `segment`)."""
+    _SEGMENT.set(label)
+
+
+def clock() -> tuple[float, float]:
+    return time.time(), time.perf_counter()
+
+
+def since(started: tuple[float, float]) -> float:
+    return time.perf_counter() - started[1]
+
+
+__all__ = ["IN_PROCESS_BASE", "Exchange", "Trace", "clock", "current", "mark", "quoted",
+           "recording", "segment", "since"]
