@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -151,6 +152,7 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         return trace_dir
     from refsim.check import evidence
     from refsim.check.observe import KEY_A, KEY_B
+    from refsim.progress import Stopped
     from refsim.wire.trace import Trace, recording
     trace = Trace()  # every exchange, for a failed row's evidence (and --trace)
     keys = ({"acme": remote[1], "globex": remote[2] or ""} if remote is not None
@@ -170,6 +172,20 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     except ValueError as exc:  # HostUnreachable is one: a clear line, not a traceback
         print(f"refsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Stopped as stopped:  # Ctrl-C: the rows judged by then, then PARTIAL
+        from refsim.progress import EXIT_INTERRUPTED
+        done = evidence.attach(stopped.partial, trace, keys, remote=remote is not None)
+        if done:
+            print(report.to_text(done, remote[0].name if remote is not None
+                                 else target.label))
+        print(f"PARTIAL: stopped (Ctrl-C) during part {stopped.done + 1} of {stopped.total} "
+              f"({', '.join(parts)}); {len(done)} row(s) judged before it are above, the "
+              "rest were not judged")
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # during the preflight, before any row
+        from refsim.progress import EXIT_INTERRUPTED
+        print("PARTIAL: stopped (Ctrl-C) before any row was judged")
+        return EXIT_INTERRUPTED
     rows = evidence.attach(rows, trace, keys, remote=remote is not None)
     label = target.label if remote is None else remote[0].name
     if not rows:
@@ -179,8 +195,13 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     if readings:
         baseline = run_parts(Target(profile=args.profile, seed=args.seed), parts, args.prefix)
         found = changes(baseline, rows)
-    print(report.to_text(rows, label, changed={(c.row.requirement_id, c.row.check_id)
-                                               for c in found}))
+    host = remote[0] if remote is not None else target.host()
+    unobserved = _nothing_observed(rows, host)
+    if unobserved is not None and unobserved[0] == 0:
+        print(f"refsim against {label}: {unobserved[1]}")  # the one verdict, once
+    else:
+        print(report.to_text(rows, label, changed={(c.row.requirement_id, c.row.check_id)
+                                                   for c in found}))
     from refsim.check.sampled import sizes_line
     line = sizes_line(rows, args.seed)
     if line is not None:
@@ -199,11 +220,38 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         print(f"trace: {len(written)} HAR 1.2 file(s) in {trace_dir} (one per row that sent "
               "requests; keys redacted as the variables that hold them)")
     code = report.verdict(rows)
+    if unobserved is not None and unobserved[0] != 0:
+        print(f"refsim: {unobserved[1]}")
+        return unobserved[0]
     if untested is not None:
         print(f"untested: {untested}" + (" (--strict: exit 2)" if args.strict else ""))
         if args.strict and code == 0:
             return report.EXIT_UNKNOWN
     return code
+
+
+def _nothing_observed(rows: Sequence[Row], host: HostClient) -> tuple[int, str] | None:
+    """Where no row observed a claim of RFC 0252 (none executed): the exit code and the one
+    line that says so. A host whose discovery does not advertise recordedFixtures gets
+    RFC 0252's verdict on it, inapplicable, once, with the reason (exit 0, as the OpenWOP
+    gating rules have it); any other such run exits 2: nothing was judged. None where a
+    row was executed."""
+    from refsim.check import report
+    from refsim.check.findings import Disposition
+    from refsim.check.observe import gate
+    judged = report.judged(rows)
+    if not judged or any(r.disposition in (Disposition.EXECUTED_PASS,
+                                           Disposition.EXECUTED_FAIL) for r in judged):
+        return None
+    gated = gate(host.request("GET", "/.well-known/openwop"), fixtures=False)
+    if not gated.applies and not gated.unread:
+        return 0, (f"inapplicable: {gated.reason}, and RFC 0252's rows apply only to a host "
+                   f"that does ({len(judged)} rows, none run; the JSON report lists each)")
+    counts = collections.Counter(r.disposition.value for r in judged)
+    first = next((r for r in judged if r.disposition is Disposition.BLOCKED), judged[0])
+    return report.EXIT_UNKNOWN, (
+        "no row observed a claim of RFC 0252 on this host (" + ", ".join(
+            f"{n} {d}" for d, n in sorted(counts.items())) + f"); the first: {first.detail}")
 
 
 def _trace_dir(args: argparse.Namespace) -> Path | int | None:
@@ -232,14 +280,23 @@ def _with_sample(rows: Sequence[Row], args: argparse.Namespace) -> None:
     if args.json is None:
         return
     path = Path(args.json)
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # not a file that keeps what was written (/dev/null)
+        return
     doc["sample"] = {"seed": args.seed, "sizes": sample_sizes(rows)}
     path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _keys_refused(client: HostClient, api_key: str, tenant_b: str | None) -> str | None:
-    from refsim.check.observe import keys_refused
-    return keys_refused(client, api_key, tenant_b)
+    """Why the host at --base-url cannot be checked, in one line, or None: it answers no
+    OpenWOP v2 discovery document (asked first: a server that is no host gets this line,
+    never a table of rows), it cannot be reached, or the keys cannot drive it."""
+    from refsim.check.observe import discovery_refused, keys_refused
+    try:
+        return discovery_refused(client) or keys_refused(client, api_key, tenant_b)
+    except ValueError as exc:  # HostUnreachable: the URL the user gave, what went wrong
+        return str(exc)
 
 
 def _untested(client: HostClient) -> str | None:
@@ -338,6 +395,19 @@ def _fuzz(args: argparse.Namespace) -> int:
               "fidelity, egress credentials in derived entries, erasure reaching the copy "
               "store, re-resolution counts need the simulator's insides)")
         target = FuzzTarget(base_url=client.name, keys=keys)
+    from refsim.check.observe import surface_of
+    try:
+        offered = surface_of(target.factory()())
+    except ValueError as exc:  # HostUnreachable: one line, the URL given
+        print(f"refsim fuzz: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not offered.advertises("recordedFixtures"):
+        # Every rule of the machine rests on it: the run would send nothing and prove
+        # nothing, so it is refused before it starts.
+        print("refsim fuzz: the host does not advertise agents.evalSuite.recordedFixtures: "
+              "RFC 0252 does not apply there and the machine would send it nothing (refsim "
+              "check gives its rows the inapplicable verdict)", file=sys.stderr)
+        return EXIT_USAGE
     from refsim.testing.fuzz import DatabaseUnavailable, database_entries, open_database
     database = args.database
     if database is not None:

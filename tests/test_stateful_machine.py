@@ -162,8 +162,10 @@ def test_teardown_lets_the_host_go_without_a_collection() -> None:
 def test_the_machine_judges_a_miss_count_as_the_rows_do_a_number_not_a_bool() -> None:
     """It shares the rows' judge (`scored_miss_count`): a host that reports 0 and 1 misses as
     false and true is killed on its own, where `misses == expected` let `False == 0` by."""
+    # The random search alone: the example rows, run first as programs, kill it on their
+    # own requirement (the row's fixture_miss_count).
     result = run_machine(lambda: mutant("misses-as-bool").host(), max_examples=40, steps=20,
-                         seed_value=0, shrink=False)
+                         seed_value=0, shrink=False, programs=False)
     assert not result.passed
     assert result.requirement_id == "refsim.requirement.0252.fail-closed-miss"
     assert "a bool, not an integer" in result.message

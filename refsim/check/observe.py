@@ -9,6 +9,7 @@ judging is for `refsim.check.judges`.
 from __future__ import annotations
 
 import random
+import re
 import secrets
 import time
 import weakref
@@ -818,6 +819,39 @@ def _count_of(r: Response) -> int | None:
 
 
 # ----------------------------------------------------------------------------- the keys
+
+
+_VERSION = re.compile(r"^\d+\.\d+$")
+
+
+def discovery_refused(client: HostClient) -> str | None:
+    """Why the host at a base URL is no OpenWOP v2 host, in one line naming what came back,
+    or None. Asked first, before any key or row: its discovery document
+    (`GET /.well-known/openwop`) must be a JSON object with what every v2 discovery holds
+    (capabilities.schema.json: `protocolVersions`, strings `<major>.<minor>` naming a
+    2.x version, and `preferredVersion`). Only what the schema requires is asked: the
+    members it closes over (vendor ones) are not this preflight's business."""
+    where = f"{getattr(client, 'base_url', client.name)}/.well-known/openwop"
+    r = client.request("GET", "/.well-known/openwop", headers={"OpenWOP-Version": "2"})
+    said = " ".join((r.text or "").split())
+    said = f": {said[:80]}{'...' if len(said) > 80 else ''}" if said else " (no body)"
+    if r.status != 200:
+        return (f"{where} answered {r.status}{said}; an OpenWOP v2 host answers its "
+                "discovery document there (is --base-url the host's root?)")
+    body = r.json
+    if not isinstance(body, dict):
+        return (f"{where} answered 200 with no JSON object{said}; an OpenWOP v2 host's "
+                "discovery document is one")
+    versions = body.get("protocolVersions")
+    if not (isinstance(versions, list) and versions
+            and all(isinstance(v, str) and _VERSION.match(v) for v in versions)
+            and isinstance(body.get("preferredVersion"), str)):
+        return (f"{where} answered a JSON object that is no OpenWOP discovery document (no "
+                f"protocolVersions of <major>.<minor> strings and preferredVersion){said}")
+    if not any(v.split(".")[0] == "2" for v in versions):
+        return (f"{where} names protocolVersions {versions}: no 2.x, and refsim checks "
+                "OpenWOP v2")
+    return None
 
 
 def keys_refused(client: HostClient, api_key: str, tenant_b_key: str | None) -> str | None:

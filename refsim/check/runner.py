@@ -107,8 +107,12 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
             "invariants": lambda: _invariants(target, prefix, ran),
             "sampled": lambda: _sampled(target.host, prefix, None, target.seed),
         }
-    for part in parts:
-        found = runners[part]()
+    for index, part in enumerate(parts):
+        try:
+            found = runners[part]()
+        except KeyboardInterrupt:  # Ctrl-C: what the parts before this one judged
+            from refsim.progress import Stopped
+            raise Stopped(rows, index, len(parts)) from None
         if part == "examples":
             ran.update((r.check_id, r) for r in found)
         rows += [r for r in found if matches(prefix, r)]

@@ -411,12 +411,16 @@ def report(result: FuzzResult, out: TextIO, target: FuzzTarget | None = None) ->
                               (target or FuzzTarget()).program_header())
         print_exchanges(result, out, target or FuzzTarget())
         return EXIT_COUNTEREXAMPLE
-    print(f"passed: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
+    offered = machine.offered
+    unoffered = offered.unoffered(len(machine.tenant_keys)) if offered is not None else {}
+    # "passed" only for a run that passed: one that left a critical branch unreached
+    # found no counterexample, and says so, but did not pass (exit 2, below).
+    verdict = "passed" if not unreached(machine.branches) else (
+        "no counterexample, but inconclusive (below)")
+    print(f"{verdict}: {machine.examples_run} example(s), {machine.steps_taken} step(s), "
           f"{machine.requests_made} request(s) by its rules"
           + sent_over_http(machine.http_sent, machine.steps_taken), file=out)
     _print_drawn(machine, out)
-    offered = machine.offered
-    unoffered = offered.unoffered(len(machine.tenant_keys)) if offered is not None else {}
     return _print_branches(machine.branches, out, unoffered)
 
 
