@@ -243,9 +243,14 @@ def judge_variant(name: str, *, http: bool = True, machine: bool = True,
                 tenant_b_key=KEY_B))
     if machine:
         examples, steps = PASS_FUZZ
+        factory = FuzzTarget(recipe=correct).factory()
+        if correct.outside_only is not None:  # seen from outside in process too, as check
+            from refsim.zoo.falsify import OutsideClient
+
+            def factory() -> Any:
+                return OutsideClient(correct.host())
         cells["fuzz in process"] = _fuzz_cell(run_machine(
-            FuzzTarget(recipe=correct).factory(), max_examples=examples, steps=steps,
-            seed_value=0, shrink=False))
+            factory, max_examples=examples, steps=steps, seed_value=0, shrink=False))
         if http:
             examples, steps = PASS_FUZZ_HTTP
             with correct.served() as server:
