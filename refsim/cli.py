@@ -830,6 +830,7 @@ def _describe(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from refsim.paths import install_hint
     parser = argparse.ArgumentParser(
         prog="refsim",
         description="Reference simulator and spec checker for OpenWOP RFC 0252.",
@@ -858,7 +859,8 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--seed", type=int, default=None,
                       help="repeat a search; only on the same code (the printed program "
                            "and the example database reproduce a failure anywhere)")
-    fuzz.add_argument("--profile", default="reference", choices=sorted(PROFILES))
+    fuzz.add_argument("--profile", default="reference", choices=sorted(PROFILES),
+                      help="the built-in host's profile (default: reference)")
     fuzz.add_argument("--mutant", metavar="NAME",
                       help="fuzz a faulty host of the zoo (refsim mutants) instead")
     fuzz.add_argument("--variant", metavar="NAME",
@@ -871,8 +873,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "have passed (the batch under way finishes)")
     fuzz.add_argument("--database", metavar="DIR|redis://HOST:PORT/N",
                       help="a Hypothesis example database: a folder (shared by the jobs of "
-                           "one machine) or a Redis (shared across machines; pip install "
-                           "'refsim[redis]'). A counterexample found is saved there and "
+                           "one machine) or a Redis (shared across machines; the redis "
+                           "extra: " + install_hint("redis") + "). A counterexample found is "
+                           "saved there and "
                            "replayed first on the next run, wherever it runs")
     fuzz.add_argument("--replay", action="store_true",
                       help="only replay what --database holds; generate nothing")
@@ -898,8 +901,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=_bench, bench_target=None)
     bench_sub = bench.add_subparsers(dest="bench_target")
     bench_http = bench_sub.add_parser("http", help="the HTTP server under concurrent clients")
-    bench_http.add_argument("--clients", type=int, default=8)
-    bench_http.add_argument("--seconds", type=float, default=10.0)
+    bench_http.add_argument("--clients", type=int, default=8,
+                            help="concurrent clients (default 8)")
+    bench_http.add_argument("--seconds", type=float, default=10.0,
+                            help="how long the clients send requests (default 10)")
     bench_http.add_argument("--json", dest="http_json", metavar="PATH",
                             help="write the figures as JSON")
     mutants = sub.add_parser("mutants", help="run the checker and the machine against every "
@@ -941,8 +946,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "(default: ./refsim-demo)")
     demo.add_argument("--step", action="store_true",
                       help="wait for Enter between chapters (when stdin is a terminal)")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--profile", default="reference", choices=sorted(PROFILES))
+    demo.add_argument("--seed", type=int, default=0,
+                      help="seeds the built-in host: the same seed, the same run ids and "
+                           "pictures (default 0)")
+    demo.add_argument("--profile", default="reference", choices=sorted(PROFILES),
+                      help="the built-in host's profile (default: reference)")
     demo.set_defaults(func=_demo)
     doc = sub.add_parser("doc", help="regenerate specs/REFERENCE.md from specs/ and invariants/")
     doc.add_argument("--check", action="store_true",
@@ -959,9 +967,11 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--against", choices=sorted(PROFILES), help="host B's profile")
     diff.add_argument("--all", action="store_true",
                       help="every alternative of every assumable row, one line each")
-    diff.add_argument("--max-examples", type=int, default=100)
+    diff.add_argument("--max-examples", type=int, default=100,
+                      help="examples of the machine driving both hosts (default 100)")
     diff.add_argument("--steps", type=int, default=20, help="steps per example")
-    diff.add_argument("--seed", type=int, default=0)
+    diff.add_argument("--seed", type=int, default=0,
+                      help="repeats the search on the same code (default 0)")
     diff.add_argument("--json", metavar="PATH", help="write the result(s) as JSON")
     diff.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")

@@ -111,6 +111,10 @@ def _serve(args: argparse.Namespace) -> int:
         host = known_bad.host(seed=args.seed, profile=profile_named(args.profile))
         warning = [f"  WARNING: a known-bad host (mutant {known_bad.name}): it breaks "
                    f"{known_bad.breaks}"]
+        if known_bad.inside_only is not None:  # check --base-url will pass it: say why
+            warning.append(f"  NOTE: its fault is invisible over HTTP ({known_bad.inside_only}"
+                           "): refsim check --base-url passes it; only the checker in "
+                           "process (refsim mutants) sees it")
     else:
         host = SimHost(seed=args.seed, profile=profile_named(args.profile))
     for tenant in tenants:

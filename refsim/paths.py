@@ -39,3 +39,25 @@ def missing() -> str | None:
                     f"{needed.relative_to(ROOT)} (reinstall refsim, or set REFSIM_ROOT to a "
                     "folder holding specs/ and invariants/)")
     return None
+
+
+def install_hint(extra: str) -> str:
+    """The pip command that adds the optional extra `extra` to refsim as it was installed:
+    from a checkout (editable or not) that checkout's folder, else the package's name
+    (refsim is on no package index: a name alone works only where a wheel was given)."""
+    import json
+    from importlib import metadata
+    try:
+        text = metadata.distribution("refsim").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        text = None
+    source = json.loads(text) if text else {}
+    url = str(source.get("url", ""))
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlsplit
+        folder = unquote(urlsplit(url).path)
+        editable = bool(source.get("dir_info", {}).get("editable"))
+        return f"pip install {'-e ' if editable else ''}'{folder}[{extra}]'"
+    if (ROOT / "pyproject.toml").is_file():  # run from a checkout, not installed
+        return f"pip install -e '{ROOT}[{extra}]'"
+    return f"pip install 'refsim[{extra}]'"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TextIO, TypeVar
@@ -39,9 +40,16 @@ def on_terminal(stream: TextIO) -> bool:
         return False
 
 
+# Where no bar is drawn and the report goes to a file or a CI log: a progress line at most
+# this often, so that a long command shows it is alive without flooding the log.
+LOG_EVERY_SECONDS = 2.0
+
+
 class Progress:
-    """A bar on `stream` (stderr by default) when it is a terminal and not `quiet`;
-    otherwise it draws nothing. `total` None counts without a total (no time left)."""
+    """A bar on `stream` (stderr by default) when it is a terminal and not `quiet`. Where
+    neither `stream` nor stdout is a terminal (a file, a CI log) and not `quiet`: a line on
+    stdout, flushed, as units finish, at most one every LOG_EVERY_SECONDS (none for work
+    shorter than that). `total` None counts without a total (no time left)."""
 
     def __init__(self, total: float | None, what: str, *, unit: str = "it",
                  quiet: bool = False, stream: TextIO | None = None) -> None:
@@ -50,12 +58,20 @@ class Progress:
         self._bar = tqdm(total=total, desc=what, unit=unit, file=stream, leave=False,
                          dynamic_ncols=True, disable=not self.shown)
         self.done = 0.0
+        self._logged = not quiet and not self.shown and not on_terminal(sys.stdout)
+        self._total, self._what = total, what
+        self._last = time.monotonic()
 
     def advance(self, amount: float = 1, note: str | None = None) -> None:
         self.done += amount
         self._bar.update(amount)
         if note is not None:
             self._bar.set_postfix_str(note, refresh=False)
+        if self._logged and amount and time.monotonic() - self._last >= LOG_EVERY_SECONDS:
+            self._last = time.monotonic()
+            of = f" of {self._total:g}" if self._total is not None else ""
+            print(f"progress: {self.done:g}{of} {self._what}" + (f" ({note})" if note else ""),
+                  flush=True)
 
     def say(self, text: str, out: TextIO | None = None) -> None:
         """A line of the report while the bar is drawn: above the bar, not through it."""

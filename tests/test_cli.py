@@ -319,3 +319,30 @@ def test_a_leg_that_raises_is_blocked_and_check_exits_2(monkeypatch: pytest.Monk
     assert main(["conformance", "--json", str(report)]) == 2
     doc = json.loads(report.read_text())
     assert doc["results"]["totals"]["executedFail"] == 0
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    import argparse as ap
+
+    from refsim.cli import build_parser
+    silent = []
+
+    def walk(parser: ap.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, ap._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}")
+            elif not action.help and action.dest != "help":
+                silent.append(f"{name} {action.option_strings or action.dest}")
+    walk(build_parser(), "refsim")
+    assert silent == []
+
+
+def test_an_install_hint_names_the_checkout_refsim_came_from() -> None:
+    """refsim is on no package index: `pip install 'refsim[redis]'` cannot work from a
+    checkout; the hint names the folder it was installed from."""
+    from refsim.paths import install_hint
+    checkout = Path(__file__).resolve().parents[1]
+    hint = install_hint("redis")
+    assert hint.startswith("pip install ") and hint.endswith("[redis]'")
+    assert str(checkout) in hint

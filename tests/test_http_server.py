@@ -570,3 +570,21 @@ def test_parse_sse_reads_every_line_ending_a_bom_and_comments(end: str) -> None:
     frames = parse_sse(text)
     assert [(f.id, f.event, f.data) for f in frames] == [
         ("7", "eval.started", '{"a":\n1}'), (None, "message", "two")]
+
+
+def test_serve_a_mutant_whose_fault_is_invisible_over_http_says_so() -> None:
+    """check --base-url passes such a host: the banner says why, before anyone is misled."""
+    from refsim.zoo.faulty import ZOO
+    hidden = next(m for m in ZOO if m.inside_only is not None)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "refsim.cli_http", "serve", "--port", "0",
+         "--mutant", hidden.name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(3)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=15)
+    assert "invisible over HTTP" in lines[2] and hidden.inside_only in lines[2]

@@ -163,3 +163,24 @@ def test_without_a_terminal_mutants_prints_no_bar(capfd: pytest.CaptureFixture[s
                  "echoes-id"]) == 0
     captured = capfd.readouterr()
     assert "faulty hosts:" not in captured.err and "\r" not in captured.out
+
+
+def test_without_a_terminal_a_long_command_prints_a_line_per_unit_finished(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`refsim mutants > file`: lines in the file as hosts finish (at most one every
+    LOG_EVERY_SECONDS), flushed; none with --quiet, none for work shorter than that."""
+    import io
+
+    from refsim import progress
+    monkeypatch.setattr(progress, "LOG_EVERY_SECONDS", 0.0)
+    with progress.Progress(3, "faulty hosts", stream=io.StringIO()) as bar:
+        bar.advance(1, "echoes-id")
+        bar.advance(1)
+    assert capsys.readouterr().out.splitlines() == [
+        "progress: 1 of 3 faulty hosts (echoes-id)", "progress: 2 of 3 faulty hosts"]
+    with progress.Progress(3, "faulty hosts", stream=io.StringIO(), quiet=True) as bar:
+        bar.advance(1)
+    monkeypatch.setattr(progress, "LOG_EVERY_SECONDS", 60.0)
+    with progress.Progress(3, "faulty hosts", stream=io.StringIO()) as bar:
+        bar.advance(1)
+    assert capsys.readouterr().out == ""

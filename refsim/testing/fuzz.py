@@ -30,6 +30,7 @@ from hypothesis.reporting import with_reporter
 
 from refsim.check.evidence import failing, redact, with_dependencies
 from refsim.check.runner import HostRecipe
+from refsim.paths import install_hint
 from refsim.progress import EXIT_INTERRUPTED, Progress, ignore_interrupts
 from refsim.testing.stateful import (
     RecordedFixturesMachine,
@@ -114,7 +115,7 @@ def open_database(spec: str | Path) -> ExampleDatabase:
         from hypothesis.extra.redis import RedisExampleDatabase
     except ImportError:
         raise DatabaseUnavailable(
-            f"--database {spec} needs the Redis client: pip install 'refsim[redis]'"
+            f"--database {spec} needs the Redis client: {install_hint('redis')}"
         ) from None
     try:
         client = redis.Redis.from_url(str(spec), socket_connect_timeout=3, socket_timeout=10)
