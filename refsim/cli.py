@@ -1005,6 +1005,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"refsim: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    from refsim import paths
+    checkout = paths.unread_checkout()
+    if checkout is not None:  # a spec author's edits there would be silently ignored
+        print(f"refsim: note: reading the data installed with refsim ({paths.ROOT}), not "
+              f"the specs/ and invariants/ of the checkout at {checkout}, which differ; to "
+              f"read those: pip install -e {checkout} (or REFSIM_ROOT={checkout})",
+              file=sys.stderr)
     for option in _OUTPUT_OPTIONS:
         path = getattr(args, option, None)
         problem = _unwritable(path) if isinstance(path, str) else None

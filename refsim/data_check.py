@@ -41,10 +41,24 @@ def problem(smoke: bool = False) -> str | None:
             load()
         except Exception as exc:  # any failure to load is the one line we print
             return (f"refsim's data does not load: {name} under {paths.ROOT}: " +
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                _said(exc))
     if smoke:
         return _smoke()
     return None
+
+
+def _said(exc: BaseException) -> str:
+    """An error in one line; a YAML error with the line and column it found (1-based) and
+    what it found there."""
+    import yaml
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return (f"line {mark.line + 1}, column {mark.column + 1}: YAML {type(exc).__name__}: "
+                f"{exc.problem or ''}" + (f" ({exc.context}" + (
+                    f" begun at line {exc.context_mark.line + 1}, column "
+                    f"{exc.context_mark.column + 1}" if exc.context_mark is not None else "")
+                    + ")" if exc.context else ""))
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 def _smoke() -> str | None:

@@ -61,3 +61,33 @@ def install_hint(extra: str) -> str:
     if (ROOT / "pyproject.toml").is_file():  # run from a checkout, not installed
         return f"pip install -e '{ROOT}[{extra}]'"
     return f"pip install 'refsim[{extra}]'"
+
+
+def unread_checkout(cwd: Path | None = None) -> Path | None:
+    """A refsim checkout at or above `cwd` whose specs/ or invariants/ differ from the data
+    in use (a packaged copy, after `pip install .`): the spec author's edits there would
+    be silently ignored. None when there is none, or when it is the data in use."""
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        project = folder / "pyproject.toml"
+        if project.is_file() and (folder / "specs").is_dir() and (
+                folder / "invariants").is_dir():
+            try:
+                named = 'name = "refsim"' in project.read_text(encoding="utf-8")
+            except OSError:
+                return None
+            if not named or folder == ROOT.resolve():
+                return None
+            return folder if _digest(folder) != _digest(ROOT) else None
+    return None
+
+
+def _digest(root: Path) -> str:
+    import hashlib
+    h = hashlib.sha256()
+    for part in ("specs", "invariants"):
+        for file in sorted((root / part).rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                h.update(str(file.relative_to(root)).encode())
+                h.update(file.read_bytes())
+    return h.hexdigest()

@@ -587,4 +587,4 @@ def test_serve_a_mutant_whose_fault_is_invisible_over_http_says_so() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=15)
-    assert "invisible over HTTP" in lines[2] and hidden.inside_only in lines[2]
+    assert "invisible over HTTP" in lines[2] and str(hidden.inside_only) in lines[2]

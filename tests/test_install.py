@@ -82,3 +82,37 @@ def test_serve_refuses_a_host_that_cannot_answer_an_eval(monkeypatch: pytest.Mon
     monkeypatch.setattr(SimHost, "request", broken)
     problem = data_check.problem(smoke=True)
     assert problem is not None and "500" in problem
+
+
+def test_a_yaml_error_names_the_file_the_line_and_the_column(tmp_path: Path) -> None:
+    for name in ("specs", "invariants"):
+        shutil.copytree(paths.ROOT / name, tmp_path / name)
+    path = tmp_path / "invariants" / "invariants.yaml"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines.insert(3, "  broken: [1, 2")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "refsim", "check"], capture_output=True,
+                          text=True, timeout=120, check=False,
+                          env={**os.environ, "REFSIM_ROOT": str(tmp_path)})
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "invariants/invariants.yaml" in line and "line " in line and "column " in line
+    assert "begun at line 4" in line
+
+
+def test_a_checkout_whose_data_differs_from_the_data_in_use_is_named(tmp_path: Path) -> None:
+    """After `pip install .`, edits to the checkout's specs/ are not read: refsim says so,
+    and how to read them."""
+    checkout = tmp_path / "checkout"
+    for name in ("specs", "invariants"):
+        shutil.copytree(paths.ROOT / name, checkout / name)
+    (checkout / "pyproject.toml").write_text('[project]\nname = "refsim"\n', encoding="utf-8")
+    assert paths.unread_checkout(checkout / "specs") is None  # the same data: nothing to say
+    edited = checkout / "specs" / "classes.yaml"
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n# an edit\n", encoding="utf-8")
+    assert paths.unread_checkout(checkout / "specs") == checkout.resolve()
+    done = subprocess.run([sys.executable, "-m", "refsim", "list"], capture_output=True,
+                          text=True, timeout=120, check=False, cwd=checkout)
+    assert f"not the specs/ and invariants/ of the checkout at {checkout.resolve()}" in (
+        done.stderr)
+    assert f"pip install -e {checkout.resolve()}" in done.stderr
