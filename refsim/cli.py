@@ -485,9 +485,16 @@ def _fuzz_run(args: argparse.Namespace, target: Any, database: str | None) -> in
         for branch, count in sorted(machine.branches.items()):
             print(f"  {branch:<28} {count}")
         return EXIT_INTERRUPTED
+    if args.replay and result.passed and result.machine.examples_run == 0:
+        from refsim.testing.fuzz import database_entries
+        print(f"nothing to replay: the database at {database} holds no example of this "
+              f"target ({target.label(args.steps)}); its {database_entries(str(database))} "
+              "entr(y/ies) are other targets' (each target's are filed under the options "
+              "that name it and --steps: replay with those)")
+        return EXIT_USAGE
     if args.replay and result.passed:
-        print(f"nothing failed: no example the database at {database} holds for this "
-              "machine fails against this host")
+        print(f"nothing failed: none of the {result.machine.examples_run} example(s) the "
+              f"database at {database} holds for this target fails against this host")
         return 0
     code = report(result, sys.stdout, target)
     if not result.passed:

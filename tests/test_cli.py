@@ -346,3 +346,18 @@ def test_an_install_hint_names_the_checkout_refsim_came_from() -> None:
     hint = install_hint("redis")
     assert hint.startswith("pip install ") and hint.endswith("[redis]'")
     assert str(checkout) in hint
+
+
+def test_a_reading_the_register_lists_but_no_code_builds_is_named_as_such(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import attrs
+
+    from refsim.check import assume
+    known = assume.assumables()
+    name, row = next(iter(known.items()))
+    added = attrs.evolve(row, alternatives={**row.alternatives, "shiny": "a new reading"})
+    monkeypatch.setattr(assume, "assumables", lambda: {**known, name: added})
+    with pytest.raises(assume.AssumptionError) as refused:
+        assume.parse([f"{name}=shiny"])
+    assert "no code builds it yet" in str(refused.value)
+    assert "shiny" not in str(refused.value).split("readings built:")[1]

@@ -77,7 +77,7 @@ def test_the_replay_command_finds_it_in_another_process(tmp_path: Path) -> None:
     assert command in done.stdout  # and it prints the command that replays it again
 
 
-def test_replay_against_a_sound_host_reports_nothing_failed_and_loses_nothing(
+def test_replay_for_a_target_the_database_holds_none_of_says_so_and_loses_nothing(
         tmp_path: Path) -> None:
     db = tmp_path / "db"
     planted = _plant(db)
@@ -88,8 +88,12 @@ def test_replay_against_a_sound_host_reports_nothing_failed_and_loses_nothing(
         # Another step count is another search: it reads none of those entries either.
         other = main(["fuzz", "--replay", "--database", str(db), "--steps", "5", "--mutant",
                       FAULTY])
-    assert code == 0 and other == 0
-    assert out.getvalue().count("nothing failed") == 2
+    # Neither target has an example there: each says so, names whose examples those are
+    # not, and exits 2 (nothing was judged), where it once said "nothing failed".
+    assert code == 2 and other == 2
+    assert out.getvalue().count("nothing to replay") == 2
+    assert "holds no example of this target (refsim fuzz --profile reference" in (
+        out.getvalue())
     # Hypothesis deletes a saved example that no longer fails where it is replayed: the
     # sound host never saw the faulty host's, which is still there and still fails.
     assert sorted(str(p.relative_to(db)) for p in db.rglob("*")) == saved

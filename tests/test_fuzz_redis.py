@@ -94,7 +94,8 @@ def test_two_processes_share_a_counterexample_through_redis(redis_url: str,
     # The reference host replays its own (none): the faulty host's entries stay.
     sound = _fuzz("--database", redis_url, "--steps", STEPS, "--replay",
                   cwd=tmp_path / "three")
-    assert sound.returncode == 0, sound.stdout + sound.stderr
+    assert sound.returncode == 2, sound.stdout + sound.stderr
+    assert "holds no example of this target" in sound.stdout
     assert database_entries(redis_url) == saved
     # In Redis as in a folder, each target's entries are filed under its own label.
     import redis
