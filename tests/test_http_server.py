@@ -459,15 +459,19 @@ def test_serve_refuses_a_mutant_not_in_the_zoo(capsys: pytest.CaptureFixture[str
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGTERM")
+def _serve_mutant(name: str) -> subprocess.Popen[str]:
+    """`refsim serve --port 0 --mutant NAME` in a process of its own, unbuffered."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "refsim.cli_http", "serve", "--port", "0", "--mutant", name],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+
+
 def test_serve_a_mutant_says_it_is_known_bad_and_serves_it() -> None:
     from refsim.zoo.faulty import mutant
 
     known_bad = mutant("echoes-id")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "refsim.cli_http", "serve", "--port", "0",
-         "--mutant", known_bad.name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env, cwd=ROOT)
+    proc = _serve_mutant(known_bad.name)
     try:
         assert proc.stdout is not None
         banner = proc.stdout.readline()
@@ -576,11 +580,7 @@ def test_serve_a_mutant_whose_fault_is_invisible_over_http_says_so() -> None:
     """check --base-url passes such a host: the banner says why, before anyone is misled."""
     from refsim.zoo.faulty import ZOO
     hidden = next(m for m in ZOO if m.inside_only is not None)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "refsim.cli_http", "serve", "--port", "0",
-         "--mutant", hidden.name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env, cwd=ROOT)
+    proc = _serve_mutant(hidden.name)
     try:
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(3)]

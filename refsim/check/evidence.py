@@ -24,6 +24,7 @@ import attrs
 
 import refsim
 from refsim.check.findings import Disposition, Row
+from refsim.check.judges import strings_in
 from refsim.wire.trace import Exchange, Trace
 
 MAX_EVIDENCE = 8
@@ -96,17 +97,6 @@ def failing(exchanges: Sequence[Exchange], observations: Iterable[Any]) -> list[
                  exchanges[-1])]
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 def _minted(exchange: Exchange) -> str | None:
     body = exchange.response.json
     if exchange.response.status in (200, 201) and isinstance(body, dict):
@@ -129,7 +119,7 @@ def with_dependencies(chosen: Sequence[Exchange], every: Sequence[Exchange],
     todo = list(chosen)
     while todo:
         e = todo.pop()
-        text = e.url + " " + " ".join(_strings(e.request_json()))
+        text = e.url + " " + " ".join(strings_in(e.request_json()))
         for run, maker in by_run.items():
             if maker.seq < e.seq and maker.seq not in picked and run in text:
                 picked[maker.seq] = maker

@@ -125,6 +125,17 @@ def echoed(text: str, supplied: str) -> list[str]:
     return sorted(w for w in _id_windows(supplied) if any(w in t for t in texts))
 
 
+def strings_in(value: Any) -> list[str]:
+    """The strings a JSON value holds, at any depth (itself, where it is one)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings_in(v)]
+    return []
+
+
 def _text(response: Response) -> str:
     head = "\n".join(f"{k}: {v}" for k, v in response.headers.items())
     return head + "\n" + response.body.decode("utf-8", "replace")

@@ -116,17 +116,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 48 else text[:45] + "..."
 
 
-def _strings(value: Any) -> list[str]:
-    """The strings a JSON value holds (itself, where it is one)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    return []
-
-
 def _controlled(value: Any) -> Any:
     """`value` with every string in it replaced by its control value."""
     if isinstance(value, str):
@@ -144,7 +133,7 @@ def _no_echo(ctx: Context, req: str, r: Response, value: Any, what: str,
     found (what the host says whatever the value). An answer byte for byte the same as
     `control`, the answer to another value, holds nothing that comes from this one: it is
     not searched (the search costs a millisecond a value)."""
-    supplied = _strings(value)
+    supplied = judges.strings_in(value)
     controls = ([ctx.a.create(body(_controlled(value)))]
                 if judges.whole(r) != judges.whole(control) and r.status >= 400
                 and judges.echo_windows(r, supplied) else [])
