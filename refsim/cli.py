@@ -221,6 +221,8 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
               "requests; keys redacted as the variables that hold them)")
     code = report.verdict(rows)
     if unobserved is not None and unobserved[0] != 0:
+        if untested is not None:
+            print(f"untested: {untested}")
         print(f"refsim: {unobserved[1]}")
         return unobserved[0]
     if untested is not None:

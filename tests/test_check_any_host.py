@@ -201,10 +201,18 @@ def test_an_advertised_capability_left_untested_is_named_and_strict_exits_2(
     with background(SimHost(seed=0, edge=_without_fixtures)) as server:
         args = ["conformance", "--base-url", server.url, "--api-key", KEY_A,
                 "--tenant-b-api-key", KEY_B]
-        assert main(args) == 0
+        # The legs are inapplicable there, and the shape row sends nothing (apart over
+        # HTTP): no row observed a claim, which is no pass (it was exit 0 on the shape
+        # row's vectors alone).
+        assert main(args) == 2
         out = capsys.readouterr().out
         assert "inapplicable" in out and "untested: agents.evalSuite.recordedFixtures" in out
+        assert "no row observed a claim of RFC 0252" in out
         assert main([*args, "--strict"]) == 2
+        # With the rows that do observe it (the facet rows read discovery): untested, named.
+        assert main(["check", *args[1:]]) == 0
+        assert "untested: agents.evalSuite.recordedFixtures" in capsys.readouterr().out
+        assert main(["check", *args[1:], "--strict"]) == 2
 
 
 @pytest.mark.slow  # two more runs of most of the table over HTTP
