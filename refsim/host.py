@@ -15,10 +15,9 @@ from refsim.domain.owners import Tenant
 from refsim.domain.profile import HostProfile
 from refsim.suite_docs import load_builtin
 from refsim.wire.client import NO_BODY
-from refsim.wire.httpclient import request_target
 from refsim.wire.response import Response
 from refsim.wire.router import Router
-from refsim.wire.trace import IN_PROCESS_BASE, clock, current, since
+from refsim.wire.trace import IN_PROCESS_BASE, clock, current, request_target, since
 
 # What `json.dumps(body, allow_nan=False)` writes, with the encoder built once.
 _REQUEST_BODY = encoder(allow_nan=False)

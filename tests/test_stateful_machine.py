@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 from refsim import SimHost
 from refsim.testing.fuzz import report, run_machine
 from refsim.testing.stateful import CRITICAL, RecordedFixturesMachine, machine_for, unreached
+from refsim.wire.response import Response
 from refsim.zoo.faulty import mutant
 
 from .machine_runs import against
@@ -169,3 +170,35 @@ def test_the_machine_judges_a_miss_count_as_the_rows_do_a_number_not_a_bool() ->
     assert not result.passed
     assert result.requirement_id == "refsim.requirement.0252.fail-closed-miss"
     assert "a bool, not an integer" in result.message
+
+
+def test_the_machine_asks_more_before_a_value_that_only_happened_to_stay_apart_counts(
+        ) -> None:
+    """refusals_told_apart judges as the rows' `alike` does: what tells the two kinds apart
+    in BODY_SAMPLES answers each is asked ALIKE_CONFIRM times more before it counts (a
+    member order shuffled on every answer stays apart in four answers of each one time in
+    128: a false verdict the pass matrix met on shuffled-members)."""
+    from refsim.check.observe import ALIKE_SAMPLES
+    from refsim.testing.stateful import BODY_SAMPLES, RequirementViolated
+
+    def flips(first: str, always: bool = False) -> Any:
+        asked: list[int] = []
+
+        def ask() -> Response:
+            asked.append(1)
+            value = first if always or len(asked) <= BODY_SAMPLES else "ab"[len(asked) % 2]
+            return Response(400, {"Content-Type": "application/json", "X-Shard": value},
+                            {"error": "validation_error", "message": "unusable"})
+        return ask
+    assert BODY_SAMPLES <= ALIKE_SAMPLES
+    state = machine_for(lambda: SimHost(seed=0))()
+    first = flips("a")()
+    state.kinds_seen[("acme", "plain")] = {"unknown": ("unknown", flips("a"), first),
+                                           "foreign": ("foreign", flips("b"), first)}
+    state.refusals_told_apart("acme")  # the shard only happened to stay apart: no breach
+    state.kinds_seen[("acme", "plain")] = {
+        "unknown": ("unknown", flips("a", always=True), first),
+        "foreign": ("foreign", flips("b", always=True), first)}
+    with pytest.raises(RequirementViolated):
+        state.refusals_told_apart("acme")
+    state.teardown()

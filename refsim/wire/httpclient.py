@@ -9,20 +9,17 @@ import select
 import ssl
 import threading
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from refsim._version import __version__
 from refsim.wire.asgi import header_dict
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
-from refsim.wire.trace import clock, current, since
+from refsim.wire.trace import clock, current, request_target, since
 
 if TYPE_CHECKING:
     from refsim.wire.client import HostClient
 
-# Characters a request target cannot carry as they are (controls, space, non-ASCII) are
-# percent-encoded; everything else, existing `%XX` and `~XX` escapes included, is sent as is.
-_TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
 # Failures of a kept-alive connection the host closed as idle just as it was reused: a GET
 # or HEAD is asked once more, on a new connection.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
@@ -200,11 +197,6 @@ class HttpClient:
         answer = conn.getresponse()
         body = answer.read()
         return _response(answer.status, header_dict(answer.getheaders()), body)
-
-
-def request_target(path: str) -> str:
-    """A path as the request target sends it (percent-encoded where it must be)."""
-    return quote(path, safe=_TARGET_SAFE)
 
 
 def _unreachable(url: str, exc: BaseException) -> HostUnreachable:

@@ -16,12 +16,16 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import attrs
 
 from refsim.wire.response import Response
 
 MAX_KEPT = 20_000
+# Characters a request target cannot carry as they are (controls, space, non-ASCII) are
+# percent-encoded; everything else, existing `%XX` and `~XX` escapes included, is sent as is.
+_TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"
 # Where an in-process host's exchanges are said to go: a name that resolves nowhere.
 IN_PROCESS_BASE = "http://refsim.invalid"
 
@@ -118,6 +122,13 @@ def mark(label: str) -> None:
     _SEGMENT.set(label)
 
 
+def request_target(path: str) -> str:
+    """A path as the request target sends it (percent-encoded where it must be). Here, not
+    in the HTTP client, so that an in-process host files its exchanges without importing
+    http.client and ssl (most of a local check's start-up)."""
+    return quote(path, safe=_TARGET_SAFE)
+
+
 def clock() -> tuple[float, float]:
     return time.time(), time.perf_counter()
 
@@ -127,4 +138,4 @@ def since(started: tuple[float, float]) -> float:
 
 
 __all__ = ["IN_PROCESS_BASE", "Exchange", "Trace", "clock", "current", "mark", "quoted",
-           "recording", "segment", "since"]
+           "recording", "request_target", "segment", "since"]
