@@ -20,6 +20,7 @@ from refsim.wire.client import HostClient
 if TYPE_CHECKING:
     from refsim.check.findings import Row
     from refsim.check.runner import HostRecipe
+    from refsim.wire.response import Response
 
 EXIT_USAGE = 2
 # `refsim fuzz --jobs` starts this many processes at most: each runs its own machine.
@@ -152,7 +153,7 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         return trace_dir
     from refsim.check import evidence
     from refsim.check.observe import KEY_A, KEY_B
-    from refsim.progress import Stopped
+    from refsim.progress import EXIT_INTERRUPTED, Stopped
     from refsim.wire.trace import Trace, recording
     trace = Trace()  # every exchange, for a failed row's evidence (and --trace)
     keys = ({"acme": remote[1], "globex": remote[2] or ""} if remote is not None
@@ -173,7 +174,6 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         print(f"refsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Stopped as stopped:  # Ctrl-C: the rows judged by then, then PARTIAL
-        from refsim.progress import EXIT_INTERRUPTED
         done = evidence.attach(stopped.partial, trace, keys, remote=remote is not None)
         if done:
             print(report.to_text(done, remote[0].name if remote is not None
@@ -183,7 +183,6 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
               "rest were not judged")
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:  # during the preflight, before any row
-        from refsim.progress import EXIT_INTERRUPTED
         print("PARTIAL: stopped (Ctrl-C) before any row was judged")
         return EXIT_INTERRUPTED
     rows = evidence.attach(rows, trace, keys, remote=remote is not None)
@@ -195,8 +194,8 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     if readings:
         baseline = run_parts(Target(profile=args.profile, seed=args.seed), parts, args.prefix)
         found = changes(baseline, rows)
-    host = remote[0] if remote is not None else target.host()
-    unobserved = _nothing_observed(rows, host)
+    discovery = _discovery(remote[0] if remote is not None else target.host())
+    unobserved = _nothing_observed(rows, discovery)
     if unobserved is not None and unobserved[0] == 0:
         print(f"refsim against {label}: {unobserved[1]}")  # the one verdict, once
     else:
@@ -206,7 +205,7 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     line = sizes_line(rows, args.seed)
     if line is not None:
         print(line)
-    untested = _untested(remote[0] if remote is not None else target.host())
+    untested = _untested(discovery)
     if readings:
         print()
         print(explain(readings, found))
@@ -232,7 +231,8 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
     return code
 
 
-def _nothing_observed(rows: Sequence[Row], host: HostClient) -> tuple[int, str] | None:
+def _nothing_observed(rows: Sequence[Row], discovery: Response | None
+                      ) -> tuple[int, str] | None:
     """Where no row observed a claim of RFC 0252 (none executed): the exit code and the one
     line that says so. A host whose discovery does not advertise recordedFixtures gets
     RFC 0252's verdict on it, inapplicable, once, with the reason (exit 0, as the OpenWOP
@@ -245,8 +245,8 @@ def _nothing_observed(rows: Sequence[Row], host: HostClient) -> tuple[int, str] 
     if not judged or any(r.disposition in (Disposition.EXECUTED_PASS,
                                            Disposition.EXECUTED_FAIL) for r in judged):
         return None
-    gated = gate(host.request("GET", "/.well-known/openwop"), fixtures=False)
-    if not gated.applies and not gated.unread:
+    gated = gate(discovery, fixtures=False) if discovery is not None else None
+    if gated is not None and not gated.applies and not gated.unread:
         return 0, (f"inapplicable: {gated.reason}, and RFC 0252's rows apply only to a host "
                    f"that does ({len(judged)} rows, none run; the JSON report lists each)")
     counts = collections.Counter(r.disposition.value for r in judged)
@@ -301,13 +301,19 @@ def _keys_refused(client: HostClient, api_key: str, tenant_b: str | None) -> str
         return str(exc)
 
 
-def _untested(client: HostClient) -> str | None:
+def _discovery(client: HostClient) -> Response | None:
+    """The host's discovery answer, read once after the rows for what the verdict says of
+    it (None where the host can no longer be reached)."""
+    try:
+        return client.request("GET", "/.well-known/openwop")
+    except ValueError:  # HostUnreachable
+        return None
+
+
+def _untested(discovery: Response | None) -> str | None:
     """An advertised capability the gate left unjudged (no conformance fixtures listed)."""
     from refsim.check.observe import gate
-    try:
-        return gate(client.request("GET", "/.well-known/openwop")).untested
-    except ValueError:
-        return None
+    return None if discovery is None else gate(discovery).untested
 
 
 def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | int | None:

@@ -23,7 +23,7 @@ import pytest
 from refsim import SimHost
 from refsim.check.findings import Disposition, Row, ok
 from refsim.check.observe import KEY_A, KEY_B, discovery_refused
-from refsim.cli import _nothing_observed, main
+from refsim.cli import _discovery, _nothing_observed, main
 from refsim.wire.httpclient import HttpClient
 from refsim.wire.server import background
 from refsim.zoo.correct import variant
@@ -127,16 +127,16 @@ def test_the_shape_row_is_no_pass_beside_a_host_over_http(
 def test_a_run_that_observed_no_claim_exits_2_with_one_line() -> None:
     blocked = [Row.unjudged("r", "s", Disposition.BLOCKED, "the host lists no fixture x"),
                Row.unjudged("q", "s", Disposition.INAPPLICABLE, "not advertised")]
-    code, line = _nothing_observed(blocked, SimHost(seed=0)) or (None, "")
+    code, line = _nothing_observed(blocked, _discovery(SimHost(seed=0))) or (None, "")
     assert code == 2 and "no row observed a claim of RFC 0252" in line
     assert "the host lists no fixture x" in line
     # A host without recordedFixtures: RFC 0252's verdict on it, once, exit 0.
-    code, line = _nothing_observed(blocked, variant("no-recorded-fixtures").host()) or (
+    code, line = _nothing_observed(blocked, _discovery(variant("no-recorded-fixtures").host())) or (
         None, "")
     assert code == 0 and line.startswith("inapplicable: the host does not advertise")
     # A row executed: nothing to say.
     passed = Row.judged("r", "s", [ok("r", "seen")])
-    assert _nothing_observed([passed, *blocked], SimHost(seed=0)) is None
+    assert _nothing_observed([passed, *blocked], _discovery(SimHost(seed=0))) is None
 
 
 def test_fuzz_refuses_up_front_a_host_it_would_send_nothing(

@@ -254,15 +254,15 @@ def curl_lines(exchanges: Sequence[Exchange], secrets: Sequence[tuple[str, str]]
 # ----------------------------------------------------------------------------- rows
 
 
-def _labels(row: Row) -> list[str]:
-    """The trace segments a row's exchanges are filed under: its check's, and for an
-    invariant row the example rows it takes as they were judged."""
-    labels = [row.check_id or row.requirement_id]
+def _exchanges_of(row: Row, trace: Trace) -> list[Exchange]:
+    """A row's exchanges, in the order they were sent: those filed under its check, and for
+    an invariant row under the example rows it takes as they were judged."""
+    labels = {row.check_id or row.requirement_id}
     from refsim.check.invariants import load_invariants
     for inv in load_invariants():
         if inv.id == row.check_id:
-            labels += list(inv.examples)
-    return labels
+            labels.update(inv.examples)
+    return [e for e in trace.exchanges if e.segment in labels]
 
 
 def reproduce_note(chosen: Sequence[Exchange], shown: Sequence[Exchange]) -> str:
@@ -287,9 +287,8 @@ def attach(rows: Sequence[Row], trace: Trace, keys: Mapping[str, str], *,
         if row.disposition is not Disposition.EXECUTED_FAIL:
             out.append(row)
             continue
-        mine = [e for label in _labels(row) for e in trace.of(label)]
-        mine.sort(key=lambda e: e.seq)
-        chosen = failing(mine, [f.observation for f in row.findings if not f.ok])
+        chosen = failing(_exchanges_of(row, trace),
+                         [f.observation for f in row.findings if not f.ok])
         shown = with_dependencies(chosen, every)
         if not shown:
             out.append(row)
@@ -313,8 +312,7 @@ def write_rows(directory: Path, rows: Sequence[Row], trace: Trace,
         written.append(write_har(directory, "000-host", loose, secrets,
                                  "exchanges of no row: discovery, the key preflight"))
     for index, row in enumerate(rows, 1):
-        mine = sorted((e for label in _labels(row) for e in trace.of(label)),
-                      key=lambda e: e.seq)
+        mine = _exchanges_of(row, trace)
         if mine:
             name = f"{index:03d}-{row.check_id or row.requirement_id}"
             written.append(write_har(directory, name, mine, secrets,

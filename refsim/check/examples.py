@@ -192,6 +192,12 @@ class Example:
                 keys.update(_counter_keys(catalog.suite(suite)))
         return keys
 
+    def tenants_missing(self, keys: Iterable[str]) -> list[str]:
+        """The tenants the row acts as that have no key among `keys` (those it adds through
+        the tenant seam aside)."""
+        return sorted({a.tenant for a in self.actions} - set(keys)
+                      - {a.capture for a in self.actions if a.kind == "add_tenant"})
+
     def matches(self, prefix: str | None) -> bool:
         """`prefix` is a substring of the short requirement id or of the example id."""
         if not prefix:
@@ -824,8 +830,7 @@ def run_examples(make_host: HostFor, prefix: str | None = None, *,
 
 def _run_one(e: Example, make_host: HostFor, keys: Mapping[str, str] | None,
              remote: bool) -> Row:
-    missing = sorted({a.tenant for a in e.actions} - set(keys or DEFAULT_TENANTS)
-                     - {a.capture for a in e.actions if a.kind == "add_tenant"})
+    missing = e.tenants_missing(keys or DEFAULT_TENANTS)
     if remote:
         why = e.needs_inside()
         if why is not None:

@@ -1682,8 +1682,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         unmet = example.unmet(surface)
         if unmet:
             return f"the host does not advertise {', '.join(unmet)}"
-        missing = sorted({a.tenant for a in example.actions} - set(self.keys)
-                         - {a.capture for a in example.actions if a.kind == "add_tenant"})
+        missing = example.tenants_missing(self.keys)
         if missing:
             return "no API key for tenant " + ", ".join(missing)
         return None
