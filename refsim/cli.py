@@ -939,6 +939,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the machine column without the explicit programs (every "
                               "example row, the class sweep): what the random search alone "
                               "kills, each kill shrunk for display")
+    mutants.add_argument("--all-rows", action="store_true",
+                         help="run every checker row on each faulty host, in process and "
+                              "over HTTP, and name every requirement it breaks (default: "
+                              "each column stops at its first failing row, the latency leg "
+                              "last)")
     mutants.add_argument("--shrink-budget", type=float, default=None, metavar="SECONDS",
                          help="seconds to shrink each machine kill for display, after the "
                               "unshrunk run has decided it; the step count printed is the "

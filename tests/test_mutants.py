@@ -63,7 +63,7 @@ def falsified() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("faulty", ZOO, ids=lambda m: m.name)
 def test_the_checker_kills_each_faulty_host(faulty: Mutant,
                                             falsified: dict[str, dict[str, Any]]) -> None:
-    rows = checker_rows(faulty.name)  # what judge_mutant's checker runs
+    rows = checker_rows(faulty.name)  # judge_mutant runs these to the first that fails
     assert Side.of(rows).killed, f"{faulty.name} survives the checker"
     # The same rows are `refsim falsify`'s inside level of the host: the cache holds them
     # (its outside levels are judged in test_spec_tools).
@@ -257,3 +257,43 @@ def test_the_shrink_budget_leaves_the_kill_as_found() -> None:
     assert lines == [f"    machine: {short} in {steps} step(s)",
                      f"    machine: {short} in {steps} step(s) (shrunk from "
                      f"{steps} in {after['shrinkSeconds']:.1f} s, budget of 0.001 s ran out)"]
+
+
+# The matrix's checker columns stop at a host's first failing row (`--all-rows` runs them
+# all): the kill is the same, and so is every row's verdict up to it.
+@pytest.mark.parametrize("name", ["echoes-id", "omits-echo", "accepts-empty-map"])
+def test_the_first_failing_row_decides_the_kill_as_every_row_would(name: str) -> None:
+    from refsim.check.findings import Disposition
+    from refsim.check.runner import PARTS, Target, run_parts
+    every = checker_rows(name)
+    first = run_parts(Target(recipe=mutant(name)), PARTS, first_fail=True)
+    failed = [r for r in first if r.disposition is Disposition.EXECUTED_FAIL]
+    assert [r.check_id for r in failed] == [first[-1].check_id]  # it stopped there
+    assert failed[0].requirement_id in Side.of(every).failed
+    assert len(first) < len(every)
+
+
+def test_the_latency_leg_runs_last_when_the_check_stops_at_a_kill() -> None:
+    """A host only its latency tells apart is still killed, by the leg run last; on a host
+    nothing kills, stopping at the first failure changes no row, only their order."""
+    from refsim.check.runner import PARTS, Target, run_parts
+    from refsim.check.scenario import LATENCY
+    timing = run_parts(Target(recipe=mutant("slower-for-foreign-runs")), PARTS,
+                       first_fail=True)
+    assert timing[-1].requirement_id == LATENCY and not timing[-1].passed
+    full = run_parts(Target(), PARTS)
+    first = run_parts(Target(), PARTS, first_fail=True)
+    assert first[-1].requirement_id == LATENCY
+    assert sorted((r.check_id, r.disposition.value) for r in first) == sorted(
+        (r.check_id, r.disposition.value) for r in full)
+
+
+def test_all_rows_names_every_requirement_a_column_breaks() -> None:
+    faulty = mutant("echoes-id")
+    stopped = judge_mutant(faulty, machine_examples=0, machine_steps=1, http=True)
+    every = judge_mutant(faulty, machine_examples=0, machine_steps=1, http=True,
+                         all_rows=True)
+    assert len(stopped.checker) == 1 and set(stopped.checker) < set(every.checker)
+    assert stopped.http is not None and every.http is not None
+    assert len(stopped.http.failed) == 1 and set(stopped.http.failed) <= set(every.http.failed)
+    assert len(every.http.failed) > 1

@@ -811,8 +811,10 @@ HostFor = Callable[[str | None], HostClient]
 
 def run_examples(make_host: HostFor, prefix: str | None = None, *,
                  examples: Sequence[Example] | None = None,
-                 keys: Mapping[str, str] | None = None, remote: bool = False) -> list[Row]:
-    """Run every row (or those `prefix` selects) on `make_host(row.profile)`, one host each.
+                 keys: Mapping[str, str] | None = None, remote: bool = False,
+                 stop_on_fail: bool = False) -> list[Row]:
+    """Run every row (or those `prefix` selects) on `make_host(row.profile)`, one host each
+    (`stop_on_fail`: none after the first that fails).
 
     `make_host(None)` builds the target's own host: a row without `profile:` runs there.
     `remote`: the host is behind HTTP (one long-lived host, no inside): rows that need the
@@ -825,6 +827,8 @@ def run_examples(make_host: HostFor, prefix: str | None = None, *,
             continue
         with segment(e.id):  # its exchanges, for a failed row's evidence
             out.append(_run_one(e, make_host, keys, remote))
+        if stop_on_fail and out[-1].disposition is Disposition.EXECUTED_FAIL:
+            break
     return out
 
 

@@ -278,8 +278,10 @@ def _check_examples(check: str | None, names: list[str],
 def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = None,
                    invariants: Sequence[Invariant] | None = None, *,
                    keys: Mapping[str, str] | None = None, remote: bool = False,
-                   ran: Mapping[str, Row] | None = None) -> list[Row]:
-    """One report row per invariant (filtered by `prefix`), each part on a fresh host (or,
+                   ran: Mapping[str, Row] | None = None, stop_on_fail: bool = False
+                   ) -> list[Row]:
+    """One report row per invariant (filtered by `prefix`; `stop_on_fail`: none after the
+    first that fails), each part on a fresh host (or,
     with `remote`, on the one host behind HTTP, where parts needing the inside are listed
     apart). `ran`: example rows already judged on this target, by example id, which a row
     that names them takes as they are instead of running them again."""
@@ -295,6 +297,8 @@ def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = Non
                 parts.append((inv.check, _check_part(inv, inv.check, make_host, keys,
                                                      remote)))
         rows.append(conjoin(inv, parts))
+        if stop_on_fail and rows[-1].disposition is Disposition.EXECUTED_FAIL:
+            break
     return rows
 
 

@@ -9,9 +9,9 @@ from typing import Any, Protocol
 import attrs
 
 from refsim.check.assume import Reading, build
-from refsim.check.findings import Row
+from refsim.check.findings import Disposition, Row
 from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
-from refsim.check.scenario import ScenarioConfig, run_scenario
+from refsim.check.scenario import HOST_LEGS, LATENCY, ScenarioConfig, run_scenario
 from refsim.domain.core import Components
 from refsim.domain.profile import HostProfile, profile_named
 from refsim.host import SimHost
@@ -83,68 +83,83 @@ def matches(prefix: str | None, row: Row) -> bool:
 
 def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
               client: HostClient | None = None, tenant_b_key: str | None = KEY_B,
-              api_key: str = KEY_A) -> list[Row]:
+              api_key: str = KEY_A, first_fail: bool = False) -> list[Row]:
     """The parts' rows on the built-in host (a fresh one per check), or, with `client`, on
-    that one host (over HTTP): every row the wire can witness, the rest listed apart."""
+    that one host (over HTTP): every row the wire can witness, the rest listed apart.
+
+    `first_fail`: no row after the first that fails (a kill matrix needs only whether a
+    host is killed, and by what first); the latency leg, a tenth of a check's requests,
+    then runs last, when nothing else has killed the host."""
     rows: list[Row] = []
     # Example rows judged by the examples part, which an invariant that names them takes as
     # they are (the same row on the same target, not run twice).
     ran: dict[str, Row] = {}
+    config = ScenarioConfig(api_key, tenant_b_key)
+    first = [r for r in HOST_LEGS if r != LATENCY] if first_fail else None
     if client is not None:
         keys = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
         remote = client
         runners: dict[str, Callable[[], list[Row]]] = {
-            "conformance": lambda: run_scenario(remote, ScenarioConfig(api_key, tenant_b_key)),
-            "examples": lambda: _remote_examples(remote, keys, prefix),
-            "invariants": lambda: _remote_invariants(remote, keys, prefix, ran),
-            "sampled": lambda: _sampled(lambda: remote, prefix, keys, target.seed),
+            "conformance": lambda: run_scenario(remote, config, only=first,
+                                                stop_on_fail=first_fail),
+            "examples": lambda: _remote_examples(remote, keys, prefix, first_fail),
+            "invariants": lambda: _remote_invariants(remote, keys, prefix, ran, first_fail),
+            "sampled": lambda: _sampled(lambda: remote, prefix, keys, target.seed, first_fail),
+            LATENCY: lambda: run_scenario(remote, config, only=(LATENCY,)),
         }
     else:
         runners = {
-            "conformance": lambda: run_scenario(target.host(),
-                                                ScenarioConfig(api_key, tenant_b_key)),
-            "examples": lambda: _examples(target, prefix),
-            "invariants": lambda: _invariants(target, prefix, ran),
-            "sampled": lambda: _sampled(target.host, prefix, None, target.seed),
+            "conformance": lambda: run_scenario(target.host(), config, only=first,
+                                                stop_on_fail=first_fail),
+            "examples": lambda: _examples(target, prefix, first_fail),
+            "invariants": lambda: _invariants(target, prefix, ran, first_fail),
+            "sampled": lambda: _sampled(target.host, prefix, None, target.seed, first_fail),
+            LATENCY: lambda: run_scenario(target.host(), config, only=(LATENCY,)),
         }
-    for index, part in enumerate(parts):
+    order = [*parts, LATENCY] if first_fail and "conformance" in parts else list(parts)
+    for index, part in enumerate(order):
         try:
             found = runners[part]()
         except KeyboardInterrupt:  # Ctrl-C: what the parts before this one judged
             from refsim.progress import Stopped
-            raise Stopped(rows, index, len(parts)) from None
+            raise Stopped(rows, index, len(order)) from None
         if part == "examples":
             ran.update((r.check_id, r) for r in found)
         rows += [r for r in found if matches(prefix, r)]
+        if first_fail and any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
+            break
     return rows
 
 
-def _examples(target: Target, prefix: str | None) -> list[Row]:
+def _examples(target: Target, prefix: str | None, stop_on_fail: bool = False) -> list[Row]:
     from refsim.check.examples import run_examples
-    return run_examples(target.host, prefix)
+    return run_examples(target.host, prefix, stop_on_fail=stop_on_fail)
 
 
-def _remote_examples(client: HostClient, keys: dict[str, str], prefix: str | None
-                     ) -> list[Row]:
+def _remote_examples(client: HostClient, keys: dict[str, str], prefix: str | None,
+                     stop_on_fail: bool = False) -> list[Row]:
     from refsim.check.examples import run_examples
-    return run_examples(lambda profile: client, prefix, keys=keys, remote=True)
+    return run_examples(lambda profile: client, prefix, keys=keys, remote=True,
+                        stop_on_fail=stop_on_fail)
 
 
 def _remote_invariants(client: HostClient, keys: dict[str, str], prefix: str | None,
-                       ran: Mapping[str, Row]) -> list[Row]:
+                       ran: Mapping[str, Row], stop_on_fail: bool = False) -> list[Row]:
     from refsim.check.invariants import run_invariants
-    return run_invariants(lambda: client, prefix, keys=keys, remote=True, ran=ran)
+    return run_invariants(lambda: client, prefix, keys=keys, remote=True, ran=ran,
+                          stop_on_fail=stop_on_fail)
 
 
 def _sampled(make_host: Callable[[], HostClient], prefix: str | None,
-             keys: dict[str, str] | None, seed: int) -> list[Row]:
+             keys: dict[str, str] | None, seed: int, stop_on_fail: bool = False) -> list[Row]:
     from refsim.check.sampled import run_sampled
-    return run_sampled(make_host, prefix, keys=keys, seed=seed)
+    return run_sampled(make_host, prefix, keys=keys, seed=seed, stop_on_fail=stop_on_fail)
 
 
-def _invariants(target: Target, prefix: str | None, ran: Mapping[str, Row]) -> list[Row]:
+def _invariants(target: Target, prefix: str | None, ran: Mapping[str, Row],
+                stop_on_fail: bool = False) -> list[Row]:
     from refsim.check.invariants import run_invariants
-    return run_invariants(lambda: target.host(), prefix, ran=ran)
+    return run_invariants(lambda: target.host(), prefix, ran=ran, stop_on_fail=stop_on_fail)
 
 
 @attrs.frozen

@@ -465,9 +465,10 @@ CHECKS: Mapping[str, Callable[[Context], list[Finding]]] = {
 
 
 def run_sampled(make_host: Callable[[], HostClient], prefix: str | None = None, *,
-                keys: Mapping[str, str] | None = None, seed: int = 0) -> list[Row]:
+                keys: Mapping[str, str] | None = None, seed: int = 0,
+                stop_on_fail: bool = False) -> list[Row]:
     """One row per class (those `prefix` matches), each on a sample drawn with `seed`, all
-    on one host (`make_host()` once)."""
+    on one host (`make_host()` once); `stop_on_fail`: none after the first that fails."""
     from refsim.check.runner import matches
     wanted = [c for c in CLASS_NAMES if matches(prefix, Row.unjudged(
         requirement(c), SCENARIO, Disposition.SKIPPED, "-", check_id(c)))]
@@ -485,8 +486,10 @@ def run_sampled(make_host: Callable[[], HostClient], prefix: str | None = None, 
     probe = Probe(host, Session(host, keys[TENANT_A], inspector),
                   Session(host, keys.get(TENANT_B, keys[TENANT_A]), inspector), inspector)
     setup, ctx = _setup(probe, seed, has_b)
-    rows = []
+    rows: list[Row] = []
     for cls in wanted:
+        if stop_on_fail and rows and rows[-1].disposition is Disposition.EXECUTED_FAIL:
+            break
         req = requirement(cls)
         if ctx is None:
             rows.append(Row.judged(req, SCENARIO, setup, check_id(cls)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -96,10 +96,17 @@ def shape_leg() -> Row:
     return Row.judged(SHAPE, SCENARIO, [judges.schema_vector(SHAPE, v) for v in vectors])
 
 
-def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
+def run_scenario(client: HostClient, config: ScenarioConfig, *,
+                 only: Collection[str] | None = None, stop_on_fail: bool = False
+                 ) -> list[Row]:
+    """The scenario's rows: every leg, or only those in `only` (the shape row and the scenario row
+    come with them when they hold every leg the scenario row sums up). `stop_on_fail`: no
+    leg after the first that fails (a kill matrix needs only the first)."""
+    every = only is None or set(LEGS[1:]) <= set(only)
     # The shape row judges refsim's own schema vectors and sends no request: beside a host
     # over HTTP it observed nothing of that host, so it is no pass there (listed apart).
-    rows = [shape_leg() if inspector_of(client) is not None else Row.apart_row(
+    rows = [] if not every else [shape_leg() if inspector_of(client) is not None else
+                                 Row.apart_row(
         SHAPE, SCENARIO, "it judges refsim's own schema vectors (fixtureRuns, the facet "
         "member, eval.started) and sends the host nothing; the fields leg judges the host's "
         "answers to those shapes")]
@@ -107,8 +114,10 @@ def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
     gated = gate(a.surface)
     if not gated.applies:
         reason = str(gated.reason)
-        rows += [Row.unjudged(r, SCENARIO, gated.disposition, reason) for r in HOST_LEGS]
-        return [*rows, Row.unjudged(SCENARIO_ROW, SCENARIO, gated.disposition, reason)]
+        rows += [Row.unjudged(r, SCENARIO, gated.disposition, reason) for r in HOST_LEGS
+                 if only is None or r in only]
+        return [*rows, Row.unjudged(SCENARIO_ROW, SCENARIO, gated.disposition, reason)
+                ] if every else rows
     legs = _Legs(a, config)
     steps: dict[str, Callable[[], list[Finding]]] = {
         REPLAYED: legs.replayed, DRIFTED: legs.drifted, REFUSED: legs.refused,
@@ -117,6 +126,10 @@ def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
         FIELDS: legs.fields, LATENCY: legs.latency,
     }
     for req, step in steps.items():
+        if only is not None and req not in only:
+            continue
+        if stop_on_fail and any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
+            return rows
         try:
             with segment(req):  # its exchanges, for a failed row's evidence
                 found = step()
@@ -126,7 +139,8 @@ def run_scenario(client: HostClient, config: ScenarioConfig) -> list[Row]:
         except Exception as exc:  # refsim's fault, never the host's: blocked, with where
             rows.append(Row.unjudged(req, SCENARIO, Disposition.BLOCKED,
                                      check_raised(f"the leg {req}", exc)))
-    rows.append(_scenario_row(rows))
+    if every:
+        rows.append(_scenario_row(rows))
     return rows
 
 

@@ -106,8 +106,9 @@ class Kill:
         return out
 
 
-def over_http(faulty: Mutant) -> Side:
-    """Serve the faulty host (as `refsim serve --mutant` does) and run `check --base-url`."""
+def over_http(faulty: Mutant, all_rows: bool = False) -> Side:
+    """Serve the faulty host (as `refsim serve --mutant` does) and run `check --base-url`
+    (to its first failing row, unless `all_rows`)."""
     if faulty.inside_only is not None:
         return Side(skipped=faulty.inside_only)
     from refsim.check.observe import KEY_A, KEY_B
@@ -115,18 +116,20 @@ def over_http(faulty: Mutant) -> Side:
     from refsim.wire.server import background
     with background(faulty.host()) as server:
         rows = run_parts(Target(), PARTS, client=HttpClient(server.url), api_key=KEY_A,
-                         tenant_b_key=KEY_B)
+                         tenant_b_key=KEY_B, first_fail=not all_rows)
     return Side.of(rows)
 
 
 def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
                  http: bool = False, shrink_budget: float = 0.0,
-                 programs: bool = True) -> Kill:
+                 programs: bool = True, all_rows: bool = False) -> Kill:
     """The checker's verdict on `faulty`, and the machine's: a search without shrinking
     decides the kill (the same seeds and budget whatever `shrink_budget`), then its
     counterexample is shrunk for display within `shrink_budget` seconds (0: not shrunk).
-    `programs=False`: the random search alone, without the explicit programs first."""
-    side = Side.of(run_parts(Target(recipe=faulty), PARTS))
+    `programs=False`: the random search alone, without the explicit programs first. The
+    checker stops at a host's first failing row, in process and over HTTP, unless
+    `all_rows` (then every requirement each column breaks is named)."""
+    side = Side.of(run_parts(Target(recipe=faulty), PARTS, first_fail=not all_rows))
     result = shrunk = None
     for seed_value in MACHINE_SEEDS if machine_examples > 0 else ():
         # A fresh database per search: Hypothesis saves the failure it finds there, and
@@ -141,15 +144,16 @@ def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
                                         budget=shrink_budget, steps=machine_steps,
                                         seed_value=seed_value)
             break
-    return Kill(faulty, side.failed, result, side.findings, over_http(faulty) if http else None,
-                shrunk)
+    return Kill(faulty, side.failed, result, side.findings,
+                over_http(faulty, all_rows) if http else None, shrunk)
 
 
 def _judge_json(name: str, machine_examples: int, machine_steps: int, http: bool,
-                shrink_budget: float, programs: bool = True) -> dict[str, Any]:
+                shrink_budget: float, programs: bool = True, all_rows: bool = False
+                ) -> dict[str, Any]:
     return judge_mutant(mutant(name), machine_examples=machine_examples,
-                        machine_steps=machine_steps, http=http,
-                        shrink_budget=shrink_budget, programs=programs).to_json()
+                        machine_steps=machine_steps, http=http, shrink_budget=shrink_budget,
+                        programs=programs, all_rows=all_rows).to_json()
 
 
 def kill_matrix(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 100,
@@ -162,14 +166,14 @@ def kill_matrix(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 100,
 def kill_matrix_json(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int = 30,
                      machine_steps: int = 30, http: bool = True, jobs: int | None = None,
                      shrink_budget: float = SHRINK_BUDGET,
-                     progress: Progress | None = None, programs: bool = True
-                     ) -> dict[str, Any]:
+                     progress: Progress | None = None, programs: bool = True,
+                     all_rows: bool = False) -> dict[str, Any]:
     """The matrix as its JSON document, with the hosts spread over `jobs` processes (each
     host's machine kill shrunk for display in the process that found it). Ctrl-C raises
     `Stopped` with the document of the hosts judged by then, marked partial."""
     jobs = jobs or min(len(mutants), os.cpu_count() or 1)
     names = [m.name for m in mutants]
-    args = [(n, machine_examples, machine_steps, http, shrink_budget, programs)
+    args = [(n, machine_examples, machine_steps, http, shrink_budget, programs, all_rows)
             for n in names]
     docs, stopped = run_all(_judge_json, args, jobs=jobs, progress=progress,
                             label=lambda a: str(a[0]))
