@@ -317,6 +317,47 @@ def machine_in_fresh_process(kind: str, max_examples: int, steps: int,
                            f"{done.stdout[-200:]!r}") from None
 
 
+# The 100k-call replay's peak memory, over the JSON bytes of the source's held calls: the
+# source, its replay (which holds its calls too), both runs' events and the derived
+# fixtures are all alive at the peak. 12.5x measured here; a target that a doubling of
+# what the host keeps per call would break.
+RSS_TARGET = 16.0
+
+
+def replay_memory() -> tuple[int, int]:
+    """In this (fresh) process: the resident memory a 100k-call source recorded and replayed
+    took at its peak (bytes above the process's resident size before it), and the JSON bytes
+    of the source's held calls (every input and outcome, as a client would see them)."""
+    import resource
+
+    from refsim.domain.ids import parse_bound
+
+    def resident() -> int:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * resource.getpagesize()
+
+    gc.collect()
+    before = resident()
+    timed = record_and_replay(100_000)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    run = timed.host.core.runs[parse_bound(timed.source)]  # type: ignore[index]
+    held = sum(len(json.dumps(list(call), default=str)) for call in run.held_calls)
+    return peak - before, held
+
+
+def replay_memory_in_fresh_process(env: dict[str, str] | None = None) -> tuple[int, int]:
+    """`replay_memory` in a process of its own (a peak is the process's whole life's)."""
+    code = "from refsim.bench import replay_memory\nprint(*replay_memory())\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=1800, check=False, env=env)
+    try:
+        peak, held = (int(x) for x in done.stdout.split()[-2:])
+    except ValueError:
+        raise RuntimeError(f"the replay's memory process exited {done.returncode}: "
+                           f"{done.stderr[-400:]}") from None
+    return peak, held
+
+
 def process_env(cache: str | Path) -> dict[str, str]:
     """The environment whole-process figures run in: this one, with Python's bytecode
     cache kept in `cache` (a folder of the bench's own, nothing written beside the source)
@@ -387,6 +428,16 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
     assert big is not None
     per_100k = max(big.replay - fixed, 0.0) / 100_000
 
+    say("the 100k-call source's peak memory, recorded and replayed in a fresh process")
+    if sys.platform.startswith("linux"):
+        peak, held = replay_memory_in_fresh_process()
+        figures.append(Figure("replay-100k-rss", "peak resident memory of recording and "
+                              "replaying a 100k-call source", peak / 2**20, "MiB",
+                              "the JSON of its 100k held calls (inputs and outcomes)",
+                              held / 2**20, "MiB", RSS_TARGET, "x"))
+    else:
+        notes.append("the replay's peak memory is read from /proc: left out off Linux")
+
     say("deriving the fixtures of the 100k-call source")
     derive = derive_seconds(big, 100_000)
     del big
@@ -420,7 +471,7 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
                           "json.dumps of its 100k args", canon * 100_000, "s", 2.0, "s"))
     figures.append(Figure("fuzz-200x50", "refsim fuzz --max-examples 200 --steps 50", machine,
                           "s", "a trivial Hypothesis machine, same size", trivial, "s",
-                          4.0, "x"))
+                          3.5, "x"))
     notes.append(f"refsim fuzz: the same rules with their bodies emptied take {hollow:.3f} s "
                  f"({hollow / trivial:.2f}x the trivial machine): Hypothesis drawing this "
                  f"machine's steps; refsim's host, model and judges take about "
@@ -452,7 +503,11 @@ def measure(*, skip_slow: bool = False, progress: TextIO | None = None,
         if not skip_slow:
             say("python -m refsim mutants (minutes)")
             mutants = process_seconds(["-m", "refsim", "mutants"], env=env)
-            figures.append(Figure("mutants-process", "refsim mutants, whole process", mutants,
+            from refsim.zoo.correct import PASS_ZOO
+            from refsim.zoo.faulty import ZOO
+            figures.append(Figure("mutants-process", "refsim mutants, whole process ("
+                                  f"{len(ZOO)} faulty and {len(PASS_ZOO)} correct hosts)",
+                                  mutants,
                                   "s", "python -c 'import refsim'", imported, "s", 90.0, "s",
                                   "wall"))
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
@@ -525,7 +580,7 @@ def _value(value: float, unit: str) -> str:
         return f"{value:.2f}x"
     if unit == "us":
         return f"{value:.2f} us"
-    if unit in ("ms", "req"):
+    if unit in ("ms", "req", "MiB"):
         return f"{value:.2f} {unit}"
     return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
 

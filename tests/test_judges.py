@@ -1454,3 +1454,68 @@ def test_no_echo_passes_unsearched_on_an_answer_byte_for_byte_another_values() -
     other = Response.of_bytes(400, {"Content-Type": "application/json"},
                               b'{"error":"validation_error"}')
     assert not judges.no_echo("r", echoing, [value], "x", same_as=other).ok
+
+
+# The content judges' short cuts (a shape before an encoding, one search over the joined
+# decodings) find exactly what the plain search finds: drawn documents, against the plain
+# search written out here.
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(
+    [1.0, 2.5]) | st.sampled_from(["a", "b", "refund", "\x00", "\ufffe", "x\x00y"]),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(
+        st.sampled_from(["args", "outcome", "k", "v"]), kids, max_size=3), max_leaves=12)
+
+
+def _entries_plainly(documents: list[tuple[str, Any]], calls: list[tuple[Any, Any]],
+                     made: list[tuple[Any, Any]]) -> list[tuple[list[str], list[str]]]:
+    from refsim.domain.canonical import canonical
+    pairs = {(canonical(i), canonical(o)) for i, o in calls}
+    allowed = {canonical(v) for call in made for v in call}
+    loose = {canonical(v) for call in calls for v in call
+             if isinstance(v, dict | list) and v and canonical(v) not in allowed}
+    out = []
+    for _, doc in documents:
+        entries: set[str] = set()
+        strays: set[str] = set()
+        for part in judges._readable(doc):
+            for value in judges._unpacked(part):
+                if isinstance(value, dict) and len(value) >= 2:
+                    members = {canonical(v) for v in value.values()}
+                    entries |= {f"{i} -> {o}" for i, o in pairs if i in members and o in members}
+                if isinstance(value, dict | list) and value and canonical(value) in loose:
+                    strays.add(canonical(value))
+        out.append((sorted(entries), sorted(strays)))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(docs=st.lists(_JSON, min_size=1, max_size=3),
+       calls=st.lists(st.tuples(_JSON, _JSON), min_size=1, max_size=3),
+       made=st.lists(st.tuples(_JSON, _JSON), max_size=2))
+def test_no_entries_on_wire_finds_what_the_plain_search_finds(
+        docs: list[Any], calls: list[tuple[Any, Any]], made: list[tuple[Any, Any]]) -> None:
+    documents = [(f"doc {n}", d) for n, d in enumerate(docs)]
+    # and each again as JSON text inside a member: the judge parses what it carries
+    documents += [(f"text {n}", {"note": json.dumps(d)}) for n, d in enumerate(docs)]
+    found = judges.no_entries_on_wire("r", documents, calls, made)
+    got = [(f.observation["entries"], f.observation["strays"]) for f in found]
+    assert got == _entries_plainly(documents, calls, made)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.sampled_from("ab~%0\x00\ufffe\U0010fffeZ"), max_size=40),
+       supplied=st.text(st.sampled_from("ab0\x00\ufffe\U0010fffe\U0010ffff\ufdd0"),
+                        min_size=4, max_size=14))
+def test_echoed_joins_the_decodings_apart_whichever_separator_the_id_holds(
+        text: str, supplied: str) -> None:
+    """The id may hold NUL and the other separators too: one it lacks joins the decodings,
+    or, where it holds them all, each decoding is searched alone."""
+    texts = judges._decodings(text + supplied[1:-1])
+    plain = sorted(w for w in judges._id_windows(supplied) if any(w in t for t in texts))
+    assert judges.echoed(text + supplied[1:-1], supplied) == plain
+
+
+def test_no_entries_on_wire_reads_1_0_as_1() -> None:
+    """One JSON value, written either way: the shape short cut keeps every number alike."""
+    found = judges.no_entries_on_wire("r", [("doc", {"in": 1.0, "out": {"a": 2.0}})],
+                                      [(1, {"a": 2})], [])
+    assert not found[0].ok and found[0].observation["entries"] == ['1 -> {"a":2}']

@@ -90,14 +90,17 @@ def _id_windows(supplied: str) -> frozenset[str]:
     return frozenset(plain | packed)
 
 
-_APART = "\x00"  # between the decodings `echoed` searches at once
+# Between the decodings `echoed` searches at once: the first that no window of the
+# supplied value holds (so a window found in the joined text lies inside one decoding).
+_APART = ("\x00", "\ufffe", "\U0010fffe", "\U0010ffff", "\ufdd0")
 
 
 @functools.lru_cache(maxsize=4096)
-def _joinable(supplied: str) -> bool:
-    """Whether no window of `supplied` holds `_APART`: then a window found in the decodings
-    joined by it lies inside one of them."""
-    return not any(_APART in w for w in _id_windows(supplied))
+def _separator(supplied: str) -> str | None:
+    """A character no window of `supplied` holds, or None (each window is then searched
+    for in each decoding)."""
+    windows = _id_windows(supplied)
+    return next((c for c in _APART if not any(c in w for w in windows)), None)
 
 
 def _decodings(text: str) -> list[str]:
@@ -119,8 +122,9 @@ def echoed(text: str, supplied: str) -> list[str]:
     """The runs of ECHO_WINDOW or more characters of `supplied` that `text` carries, in any
     of the encodings `id_forms` names (so a partial echo, less a few characters, counts)."""
     texts = _decodings(text)
-    if _joinable(supplied):  # one search per window instead of one per window and decoding
-        joined = _APART.join(texts)
+    apart = _separator(supplied)
+    if apart is not None:  # one search per window instead of one per window and decoding
+        joined = apart.join(texts)
         return sorted(w for w in _id_windows(supplied) if w in joined)
     return sorted(w for w in _id_windows(supplied) if any(w in t for t in texts))
 
@@ -1064,6 +1068,9 @@ def _unpack_text(text: str) -> Any:
     return None
 
 
+_DECODER = json.JSONDecoder()
+
+
 def _json_text(text: str) -> Any:
     """A JSON document that is the text, or that the text carries after some words (the
     first object or array from which a whole document reads); None otherwise."""
@@ -1074,13 +1081,12 @@ def _json_text(text: str) -> Any:
             return json.loads(text)
         except ValueError:
             pass
-    decoder = json.JSONDecoder()
     for opener in "{[":
         at = text.find(opener, 1)
         if at < 0:
             continue
         try:
-            return decoder.raw_decode(text, at)[0]
+            return _DECODER.raw_decode(text, at)[0]
         except (ValueError, RecursionError):
             continue
     return None
@@ -1092,6 +1098,22 @@ def _readable(doc: Any) -> list[Any]:
     if not isinstance(doc, Response):
         return [doc]
     return [_parsed(doc), *_other_lines(doc), *doc.headers.values()]
+
+
+def _shape(value: Any) -> tuple[str, Any]:
+    """What two values with one canonical form always share: their kind and size (every
+    number one shape: 1 and 1.0 are one JSON value)."""
+    if isinstance(value, dict):
+        return ("object", len(value))
+    if isinstance(value, list | tuple):
+        return ("array", len(value))
+    if isinstance(value, str):
+        return ("string", len(value))
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, int | float):
+        return ("number", None)
+    return ("other", type(value).__name__)
 
 
 def no_entries_on_wire(req: str, documents: Sequence[tuple[str, Any]],
@@ -1106,17 +1128,36 @@ def no_entries_on_wire(req: str, documents: Sequence[tuple[str, Any]],
     allowed = {canonical(v) for call in made for v in call}
     loose = {canonical(v): v for call in calls for v in call
              if isinstance(v, dict | list) and v and canonical(v) not in allowed}
+    # Values whose canonical forms are equal share a `_shape`: a value of any other shape
+    # is none of the recorded ones, and is not encoded to find that out (most of a long
+    # run's answers, which this judge reads five times an eval).
+    paired = {_shape(v) for call in calls for v in call}
+    strayed = {_shape(v) for v in loose.values()}
+    # By identity, the value kept beside its text: an id is not reused while it lives.
+    memo: dict[int, tuple[Any, str]] = {}
+
+    def canon(value: Any) -> str:
+        if not isinstance(value, dict | list):
+            return canonical(value)
+        kept = memo.get(id(value))
+        if kept is None:
+            kept = memo[id(value)] = (value, canonical(value))
+        return kept[1]
+
     out = []
     for what, doc in documents:
         entries: set[str] = set()
         strays: set[str] = set()
         for part in _readable(doc):
             for value in _unpacked(part):
-                if isinstance(value, dict) and len(value) >= 2:
-                    members = {canonical(v) for v in value.values()}
-                    entries |= {f"{i} -> {o}" for i, o in pairs if i in members and o in members}
-                if isinstance(value, dict | list) and value and canonical(value) in loose:
-                    strays.add(canonical(value))
+                if pairs and isinstance(value, dict) and len(value) >= 2:
+                    members = {canon(v) for v in value.values() if _shape(v) in paired}
+                    if members:
+                        entries |= {f"{i} -> {o}" for i, o in pairs
+                                    if i in members and o in members}
+                if (strayed and isinstance(value, dict | list) and value
+                        and _shape(value) in strayed and canon(value) in loose):
+                    strays.add(canon(value))
         found = sorted(entries) + sorted(strays)
         out.append(check(req, not found, f"{what}: carries no derived entry and no recorded "
                          "call the run did not make" if not found else
