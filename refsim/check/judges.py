@@ -1040,6 +1040,8 @@ def _unpack_text(text: str) -> Any:
     or not, or JSON in base64 (either alphabet) or hex, plain or compressed (zlib, gzip);
     None otherwise.
     Bounded: a decompressed text is read to at most a megabyte."""
+    if len(text) < 16 and "{" not in text and "[" not in text and "%" not in text:
+        return None  # no JSON, nothing percent-encoded, too short for hex or base64 of JSON
     found = _json_text(text)
     if found is not None:
         return found
