@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -844,6 +844,17 @@ def _describe(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
 
 
+class _Later:
+    """A help-text value worked out when the help is printed (argparse formats `%(name)s`
+    from the action's attributes then), not whenever a parser is built."""
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self._make = make
+
+    def __str__(self) -> str:
+        return self._make()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from refsim.paths import install_hint
     parser = argparse.ArgumentParser(
@@ -886,12 +897,16 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--duration", type=float, default=None, metavar="SECONDS",
                       help="keep starting batches of --max-examples until this many seconds "
                            "have passed (the batch under way finishes)")
-    fuzz.add_argument("--database", metavar="DIR|redis://HOST:PORT/N",
+    database = fuzz.add_argument(
+                      "--database", metavar="DIR|redis://HOST:PORT/N",
                       help="a Hypothesis example database: a folder (shared by the jobs of "
                            "one machine) or a Redis (shared across machines; the redis "
-                           "extra: " + install_hint("redis") + "). A counterexample found is "
+                           "extra: %(install)s). A counterexample found is "
                            "saved there and "
                            "replayed first on the next run, wherever it runs")
+    # Worked out only when the help is printed: finding how refsim was installed reads the
+    # installed distributions, a tenth of `refsim check`'s start.
+    database.install = _Later(lambda: install_hint("redis"))  # type: ignore[attr-defined]
     fuzz.add_argument("--replay", action="store_true",
                       help="only replay what --database holds; generate nothing")
     fuzz.add_argument("--trace", metavar="DIR",
@@ -1038,7 +1053,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem is not None:
             print(f"refsim: cannot write {path}: {problem}", file=sys.stderr)
             return EXIT_USAGE
-    from refsim.wire.httpclient import HostUnreachable  # not at startup: it imports ssl
+    from refsim.wire.client import HostUnreachable
     try:
         code: int = args.func(args)
     except BrokenPipeError:  # `refsim list | head`: the reader left, nothing is wrong

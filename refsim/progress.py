@@ -9,15 +9,12 @@ Ctrl-C prints no traceback from any of them."""
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TextIO, TypeVar
-
-from tqdm import tqdm
 
 T = TypeVar("T")
 
@@ -55,6 +52,7 @@ class Progress:
                  quiet: bool = False, stream: TextIO | None = None) -> None:
         stream = stream if stream is not None else sys.stderr
         self.shown = not quiet and on_terminal(stream)
+        from tqdm import tqdm  # here: a command that draws no bar does not import it
         self._bar = tqdm(total=total, desc=what, unit=unit, file=stream, leave=False,
                          dynamic_ncols=True, disable=not self.shown)
         self.done = 0.0
@@ -77,7 +75,7 @@ class Progress:
         """A line of the report while the bar is drawn: above the bar, not through it."""
         out = out if out is not None else sys.stdout
         if self.shown:
-            tqdm.write(text, file=out)
+            self._bar.write(text, file=out)
         else:
             print(text, file=out, flush=True)
 
@@ -127,6 +125,7 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], *, jobs: int
         except KeyboardInterrupt:
             interrupted = True
         return [done[i] for i in sorted(done)], interrupted
+    import multiprocessing
     pool = multiprocessing.Pool(processes=min(jobs, len(calls)), initializer=ignore_interrupts)
     try:
         packed = [(i, fn, args) for i, args in enumerate(calls)]

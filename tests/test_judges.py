@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -1511,7 +1512,23 @@ def test_echoed_joins_the_decodings_apart_whichever_separator_the_id_holds(
     or, where it holds them all, each decoding is searched alone."""
     texts = judges._decodings(text + supplied[1:-1])
     plain = sorted(w for w in judges._id_windows(supplied) if any(w in t for t in texts))
+    # by the text's runs (a short text, an id of many windows), and by searches
     assert judges.echoed(text + supplied[1:-1], supplied) == plain
+    with mock.patch.object(judges, "_GRAMS_TEXT_MAX", 0):
+        assert judges.echoed(text + supplied[1:-1], supplied) == plain
+
+
+@settings(max_examples=200, deadline=None)
+@given(supplied=st.lists(_ID_PARTS, min_size=2, max_size=6).map("".join),
+       text=st.lists(st.one_of(_ID_PARTS, st.sampled_from(['"', " ", "\n", "%"])),
+                     max_size=20).map("".join))
+def test_echoed_by_runs_finds_what_each_search_finds(supplied: str, text: str) -> None:
+    """The runs of the text looked up in the windows (the short cut for a refusal and an id
+    of many windows): the windows a search of each decoding finds, shorter forms' included."""
+    texts = judges._decodings(text)
+    plain = sorted(w for w in judges._id_windows(supplied) if any(w in t for t in texts))
+    with mock.patch.object(judges, "_GRAMS_FROM", 0):
+        assert judges.echoed(text, supplied) == plain
 
 
 def test_no_entries_on_wire_reads_1_0_as_1() -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
-import yaml
 
 from refsim import catalog, paths, schemas, yaml_data
 from refsim.check import judges
@@ -458,7 +457,9 @@ def _load_examples(directory: str, stamp: tuple[tuple[str, int, int], ...]
 def load_file(file: Path) -> list[Example]:
     try:
         data = yaml_data.load(Path(file).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+    except Exception as exc:
+        if not yaml_data.is_error(exc):
+            raise
         raise ValueError(f"{file}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{file}: the top level must be a mapping with `examples:`")

@@ -103,6 +103,18 @@ def _separator(supplied: str) -> str | None:
     return next((c for c in _APART if not any(c in w for w in windows)), None)
 
 
+# `echoed` cuts the decodings into runs when the id has more windows than this and the
+# decodings hold at most _GRAMS_TEXT_MAX characters (the set of runs is then bounded).
+_GRAMS_FROM = 16
+_GRAMS_TEXT_MAX = 65_536
+
+
+@functools.lru_cache(maxsize=4096)
+def _lengths(supplied: str) -> tuple[int, ...]:
+    """The lengths of `supplied`'s windows (ECHO_WINDOW, and shorter forms' own)."""
+    return tuple(sorted({len(w) for w in _id_windows(supplied)}))
+
+
 def _decodings(text: str) -> list[str]:
     """The text as sent, and as a reader would decode it: %XX, ~XX and JSON escapes undone;
     and read case-folded and backwards (an id upper-cased or reversed is still the id).
@@ -122,6 +134,13 @@ def echoed(text: str, supplied: str) -> list[str]:
     """The runs of ECHO_WINDOW or more characters of `supplied` that `text` carries, in any
     of the encodings `id_forms` names (so a partial echo, less a few characters, counts)."""
     texts = _decodings(text)
+    windows = _id_windows(supplied)
+    if len(windows) > _GRAMS_FROM and sum(map(len, texts)) <= _GRAMS_TEXT_MAX:
+        # The text's own runs of each window length, once, looked up in the windows: a
+        # refusal is short and an id has a thousand windows, each otherwise a search.
+        grams = {t[i:i + n] for n in _lengths(supplied) for t in texts
+                 for i in range(len(t) - n + 1)}
+        return sorted(windows.intersection(grams))
     apart = _separator(supplied)
     if apart is not None:  # one search per window instead of one per window and decoding
         joined = apart.join(texts)
@@ -938,7 +957,7 @@ def _parsed(doc: Any) -> Any:
     if isinstance(doc, Response):
         if doc.json is not None:
             return doc.json
-        from refsim.wire.asgi import parse_sse
+        from refsim.wire.sse import parse_sse
         values = []
         for frame in parse_sse(doc.body.decode("utf-8", "replace")):  # an event stream
             try:

@@ -714,7 +714,7 @@ def stream_events(r: Response) -> list[dict[str, Any]] | None:
     """The run events an answer to `GET /runs/{id}/events` carries as its SSE stream, or
     None when it is no stream or none of its frames is an event object (frames that are
     not, an end marker or a keep-alive, are skipped)."""
-    from refsim.wire.asgi import parse_sse
+    from refsim.wire.sse import parse_sse
     kind = (r.header("Content-Type") or "").split(";")[0].strip().lower()
     if r.status != 200 or kind != "text/event-stream":
         return None

@@ -9,7 +9,6 @@ import json
 import re
 import shutil
 import textwrap
-import xml.etree.ElementTree as ET
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -138,6 +137,7 @@ def _suite_counts(rows: Sequence[Row]) -> dict[str, str]:
 
 def to_junit(rows: Sequence[Row], host: str) -> str:
     """JUnit XML: a testsuite per scenario, a testcase per row (name: check, class: requirement)."""
+    import xml.etree.ElementTree as ET  # here: only a --junit report needs it
     rows = judged(rows)
     root = ET.Element("testsuites", {"name": f"refsim against {_xml_text(host)}",
                                      **_suite_counts(rows)})

@@ -10,15 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json as _json
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
-
-import attrs
 
 from refsim._version import __version__
 from refsim.domain.refusals import Refusal, validation
@@ -29,7 +26,10 @@ from refsim.wire.limits import (
     MAX_HEADER_BYTES,
 )
 from refsim.wire.response import Response
+from refsim.wire.response import header_dict as header_dict  # where it was
 from refsim.wire.router import PROTOCOL_VERSION, refusal_response
+from refsim.wire.sse import SseFrame as SseFrame  # where it was
+from refsim.wire.sse import parse_sse as parse_sse
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -69,62 +69,6 @@ class RawHandler(Protocol):
 
     def request_raw(self, method: str, path: str, *, headers: dict[str, str] | None = None,
                     body: bytes | None = None) -> Response: ...
-
-
-@attrs.frozen
-class SseFrame:
-    """One server-sent event: its `id:`, `event:` and the joined `data:` lines."""
-
-    id: str | None
-    event: str
-    data: str
-
-    def json(self) -> Any:
-        return _json.loads(self.data)
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def parse_sse(text: str) -> list[SseFrame]:
-    """Split a `text/event-stream` body into frames; comments and empty frames drop out.
-    As the WHATWG event-stream parser reads it: a line ends at CRLF, LF or a lone CR, and
-    one leading byte-order mark is not part of the stream, and a frame whose data is
-    empty is not an event."""
-    frames: list[SseFrame] = []
-    event_id: str | None = None
-    event, data = "message", list[str]()
-    for line in [*_LINE_END.split(text.removeprefix("\ufeff")), ""]:
-        if line == "":
-            if data and "\n".join(data):  # an empty data buffer dispatches nothing
-                frames.append(SseFrame(event_id, event, "\n".join(data)))
-            event_id, event, data = None, "message", []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "id":
-            event_id = value
-        elif name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
-    return frames
-
-
-def header_dict(items: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Headers as a dict; a repeated header is joined with ", " (RFC 9110 §5.3)."""
-    out: dict[str, str] = {}
-    first_spelling: dict[str, str] = {}
-    for name, value in items:
-        key = name.lower()
-        if key in first_spelling:
-            out[first_spelling[key]] += ", " + str(value)
-        else:
-            first_spelling[key] = name
-            out[name] = str(value)
-    return out
 
 
 def _get(headers: Mapping[str, str], name: str) -> str | None:

@@ -9,6 +9,12 @@ from refsim.wire.response import Response
 NO_BODY: Any = object()
 
 
+class HostUnreachable(ValueError):
+    """The HTTP host could not be reached (connect, send or read failed), or its answer
+    could not be read as HTTP/1.1. (Here, not beside the HTTP client, so that catching it
+    does not import ssl and asyncio.)"""
+
+
 class HostClient(Protocol):
     """Anything that answers v2 requests: `SimHost` in process, or an HTTP client."""
 

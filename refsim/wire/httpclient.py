@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from refsim._version import __version__
-from refsim.wire.asgi import header_dict
 from refsim.wire.client import NO_BODY
-from refsim.wire.response import Response
+from refsim.wire.client import HostUnreachable as HostUnreachable  # where it was
+from refsim.wire.response import Response, header_dict
 from refsim.wire.trace import clock, current, request_target, since
 
 if TYPE_CHECKING:
@@ -24,11 +24,6 @@ if TYPE_CHECKING:
 # or HEAD is asked once more, on a new connection.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
           ConnectionAbortedError)
-
-
-class HostUnreachable(ValueError):
-    """The HTTP host could not be reached (connect, send or read failed), or its answer
-    could not be read as HTTP/1.1."""
 
 
 class _FinalResponse(http.client.HTTPResponse):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json as _json
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -53,3 +54,17 @@ class Response:
     def header(self, name: str) -> str | None:
         lower = name.lower()
         return next((v for k, v in self.headers.items() if k.lower() == lower), None)
+
+
+def header_dict(items: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Headers as a dict; a repeated header is joined with ", " (RFC 9110 §5.3)."""
+    out: dict[str, str] = {}
+    first_spelling: dict[str, str] = {}
+    for name, value in items:
+        key = name.lower()
+        if key in first_spelling:
+            out[first_spelling[key]] += ", " + str(value)
+        else:
+            first_spelling[key] = name
+            out[name] = str(value)
+    return out
