@@ -134,3 +134,18 @@ def test_fuzz_over_http_is_measured_beside_the_same_machine_in_process(
     assert requests.value > requests.calibration_value > 0 and requests.target == 3.0
     assert speed.value > 0 and speed.calibration_value > 0 and speed.target_unit == "x"
     assert "req" in bench.format_table([requests, speed])
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_the_replay_s_peak_is_its_own_process_s_not_the_bench_s() -> None:
+    """The bench starts the memory figure's process while it holds the replays it timed: the
+    figure is the started process's own peak (getrusage's ru_maxrss, kept across exec from
+    the parent, read twice the replay's peak here)."""
+    import subprocess
+    import sys
+    held = bytearray(256 * 2**20)
+    held[::4096] = b"\x01" * len(held[::4096])  # resident, not only reserved
+    done = subprocess.run([sys.executable, "-c", "from refsim.bench import own_peak\n"
+                           "print(own_peak())"], capture_output=True, text=True, check=True)
+    del held
+    assert int(done.stdout) < 128 * 2**20
