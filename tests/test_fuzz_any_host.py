@@ -244,3 +244,25 @@ def test_a_second_run_against_the_same_long_lived_host_passes() -> None:
         result = run_machine(lambda: host, max_examples=2, steps=5, seed_value=0,
                              shrink=False)
         assert result.passed, result.message
+
+
+def test_one_host_for_every_example_is_asked_its_discovery_once_and_per_example_judge(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host that answers every example (over HTTP) is asked its discovery once for what
+    it offers (a preflight or two beside), and once per example for the facet judge: each
+    example row's program reads the surface the machine's client already read (it asked
+    again per row: 441 reads where 66 do)."""
+    from refsim.check import observe
+    judged_reads = []
+    read = observe.Session.discovery
+
+    def counted(self: observe.Session) -> Response:
+        judged_reads.append(1)
+        return read(self)
+    monkeypatch.setattr(observe.Session, "discovery", counted)
+    host = Recording(variant("busy-tenants").host())
+    result = _fuzz(host, examples=2, steps=5)
+    assert result.passed, result.message
+    asked = [p for m, p, _ in host.sent if m == "GET" and p == "/.well-known/openwop"]
+    assert judged_reads and len(asked) <= len(judged_reads) + 3, (
+        len(asked), len(judged_reads))

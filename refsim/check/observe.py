@@ -402,6 +402,15 @@ def surface_of(client: HostClient) -> Surface:
     return found
 
 
+def share_surface(wrapper: HostClient, inner: HostClient) -> None:
+    """`wrapper`, which sends its requests through `inner`, reads the discovery `inner`
+    read (asked once, by `inner`, where neither has yet)."""
+    try:
+        _SURFACES[wrapper] = surface_of(inner)
+    except TypeError:  # a wrapper that cannot be weakly referred to reads its own
+        pass
+
+
 # ----------------------------------------------------------------------------- sessions
 
 

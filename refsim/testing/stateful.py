@@ -61,6 +61,7 @@ from refsim.check.observe import (
     noise_of_host,
     nonce,
     run_path,
+    share_surface,
     stream_events,
     surface_of,
 )
@@ -1859,13 +1860,18 @@ class _Sent:
     response: Response
 
 
-@attrs.define
+@attrs.define(eq=False)  # compared by identity: a client, as its discovery is remembered
 class _Watched:
     """The machine's host as an example row drives it: every request and answer kept, so
     that the machine's invariants judge them after the step."""
 
     client: HostClient
     seen: list[_Sent] = attrs.Factory(list)
+
+    def __attrs_post_init__(self) -> None:
+        # The host's discovery as its client read it: over HTTP one host answers every
+        # example, and each example's rows would otherwise each ask it again.
+        share_surface(self, self.client)
 
     @property
     def name(self) -> str:
