@@ -186,7 +186,8 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
                     print(f"refsim: {refused}", file=sys.stderr)
                     return EXIT_USAGE
                 rows = run_parts(target, parts, args.prefix, client=client, api_key=api_key,
-                                 tenant_b_key=tenant_b)
+                                 tenant_b_key=tenant_b, lanes=args.lanes,
+                                 say=lambda line: print(f"refsim: {line}", file=sys.stderr))
     except ValueError as exc:  # HostUnreachable is one: a clear line, not a traceback
         print(f"refsim: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -765,6 +766,17 @@ def _add_remote_options(p: argparse.ArgumentParser, base_url_help: str,
                    help=tenant_b_help + " (also OPENWOP_TEST_TENANT_B_API_KEY)")
 
 
+def _lanes(text: str) -> int:
+    from refsim.check.lanes import MAX_LANES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_LANES:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_LANES}, not {text!r}")
+    return value
+
+
 _CHECK_REMOTE = ("check a live v2 host over HTTP instead: every row the wire can witness",
                  "a second tenant's key, for the uniformity leg and tenant isolation")
 _FUZZ_REMOTE = ("fuzz a live v2 host over HTTP instead: the machine sends only what its "
@@ -892,6 +904,11 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text, description=text)
         _add_check_options(p)
         _add_remote_options(p, *_CHECK_REMOTE)
+        p.add_argument("--lanes", type=_lanes, default=8, metavar="N",
+                       help="with --base-url: rows side by side in N lanes, each with "
+                            "tenants of its own minted through the conformance seam tenants "
+                            "(the latency leg has the host alone); 1: one after another; "
+                            "default 8, at most 32")
         p.set_defaults(func=lambda a, parts=parts: _run(a, parts))
     lst = sub.add_parser("list", help="print every requirement with its section and checks")
     lst.set_defaults(func=_list)

@@ -217,8 +217,9 @@ def issues(ref: str, instance: Any, max_issues: int | None = None, *,
     text = canonical_or_none(instance)
     remember = _rememberable(instance, text, parsed=parsed)
     key = (ref, text, max_issues) if remember and text is not None else None
-    if key is not None and key in _ISSUES:
-        return list(_ISSUES[key])
+    known = _ISSUES.get(key) if key is not None else None  # one look: lanes share it
+    if known is not None:
+        return list(known)
     token = _REMEMBER.set(remember)
     try:
         found = {SchemaIssue(_pointer(e.absolute_path), str(e.validator))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -11,7 +12,13 @@ import attrs
 from refsim.check.assume import Reading, build
 from refsim.check.findings import Disposition, Row
 from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
-from refsim.check.scenario import HOST_LEGS, LATENCY, ScenarioConfig, run_scenario
+from refsim.check.scenario import (
+    HOST_LEGS,
+    LATENCY,
+    SCENARIO_ROW,
+    ScenarioConfig,
+    run_scenario,
+)
 from refsim.domain.core import Components
 from refsim.domain.profile import HostProfile, profile_named
 from refsim.host import SimHost
@@ -83,13 +90,29 @@ def matches(prefix: str | None, row: Row) -> bool:
 
 def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
               client: HostClient | None = None, tenant_b_key: str | None = KEY_B,
-              api_key: str = KEY_A, first_fail: bool = False) -> list[Row]:
+              api_key: str = KEY_A, first_fail: bool = False, lanes: int = 1,
+              say: Callable[[str], None] | None = None) -> list[Row]:
     """The parts' rows on the built-in host (a fresh one per check), or, with `client`, on
     that one host (over HTTP): every row the wire can witness, the rest listed apart.
 
     `first_fail`: no row after the first that fails (a kill matrix needs only whether a
     host is killed, and by what first); the latency leg, a tenth of a check's requests,
-    then runs last, when nothing else has killed the host."""
+    then runs last, when nothing else has killed the host.
+
+    `lanes` (with `client`, without `first_fail`): rows side by side, each lane with
+    tenants of its own (`refsim.check.lanes`), where the host lets them be minted; `say`
+    is told how the rows ran, and why one after another where they could not."""
+    if client is not None and lanes > 1 and not first_fail:
+        from refsim.check.lanes import mint
+        minted = mint(client, api_key, lanes, tenant_b_key is not None)
+        if isinstance(minted, list):
+            if say is not None:
+                say(f"{lanes} lanes side by side, each with tenants of its own minted "
+                    "through the conformance seam tenants (--lanes 1: one after another)")
+            caller = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
+            return _side_by_side(target, parts, prefix, client, minted, caller)
+        if say is not None:
+            say(f"one row after another: {minted}")
     rows: list[Row] = []
     # Example rows judged by the examples part, which an invariant that names them takes as
     # they are (the same row on the same target, not run twice).
@@ -129,6 +152,106 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
         if first_fail and any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
             break
     return rows
+
+
+def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
+                  client: HostClient, minted: Sequence[Mapping[str, str]],
+                  caller: Mapping[str, str]) -> list[Row]:
+    """`run_parts` over HTTP in lanes: each scenario, example, invariant and the sampled
+    classes a unit of its own; the invariants after the examples they take as they ran."""
+    from concurrent.futures import Future
+
+    from refsim.check.examples import Example, load_examples, run_examples
+    from refsim.check.invariants import Invariant, load_invariants, run_invariants
+    from refsim.check.lanes import Lanes
+    from refsim.progress import Stopped
+    futures: dict[str, list[Future[list[Row]]]] = {}
+    with Lanes(minted) as lanes:
+        try:
+            if "conformance" in parts:
+                futures["conformance"] = [lanes.submit(lambda keys: run_scenario(
+                    client, ScenarioConfig(keys[TENANT_A], keys.get(TENANT_B),
+                                           alone=lanes.floor.alone)))]
+            def example(e: Example, keys: Mapping[str, str]) -> list[Row]:
+                return run_examples(lambda profile: client, examples=[e], keys=keys,
+                                    remote=True)
+
+            def invariant(inv: Invariant, ran: Mapping[str, Row], keys: Mapping[str, str]
+                          ) -> list[Row]:
+                return run_invariants(lambda: client, invariants=[inv], keys=keys,
+                                      remote=True, ran=ran)
+            if "examples" in parts:
+                futures["examples"] = [lanes.submit(functools.partial(example, e))
+                                       for e in load_examples() if e.matches(prefix)]
+            if "sampled" in parts:  # on the caller's own tenants, its alone: the sample
+                own = dict(caller)  # derives members from their ids, as one after another
+                futures["sampled"] = [lanes.submit(lambda keys: _sampled(
+                    lambda: client, prefix, own, target.seed))]
+            if "invariants" in parts:
+                ran = {r.check_id: r for r in Lanes.gather(futures.get("examples", []))}
+                futures["invariants"] = [lanes.submit(functools.partial(invariant, inv, ran))
+                                         for inv in load_invariants()
+                                         if prefix is None or inv.matches(prefix)]
+            found = {part: Lanes.gather(futures[part]) for part in parts if part in futures}
+        except KeyboardInterrupt:  # Ctrl-C: the parts whose every row was judged
+            done = [part for part in parts if part in futures and all(
+                f.done() and not f.cancelled() and f.exception() is None
+                for f in futures[part])]
+            rows = [r for part in done for r in Lanes.gather(futures[part])
+                    if matches(prefix, r)]
+            raise Stopped(rows, len(done), len(parts)) from None
+    try:
+        _again_alone(found, client, caller)
+    except KeyboardInterrupt:  # Ctrl-C while judging a red row again: as the lanes left it
+        from refsim.progress import Stopped
+        raise Stopped([r for part in parts for r in found.get(part, []) if matches(prefix, r)],
+                      len(found), len(parts)) from None
+    return [r for part in parts for r in found.get(part, []) if matches(prefix, r)]
+
+
+def _again_alone(found: dict[str, list[Row]], client: HostClient,
+                 caller: Mapping[str, str]) -> None:
+    """Each row that failed in a lane is judged again, one after another, on the caller's
+    own tenants, with nothing else in flight; that judgement stands, and its exchanges
+    are the row's evidence (curl lines that send them again with the caller's keys). A
+    fault that reaches across tenants can show in a row whose lane shared the host with
+    others; the row names it only if it shows again on its own."""
+    from refsim.check.examples import load_examples, run_examples
+    from refsim.check.invariants import load_invariants, run_invariants
+    from refsim.check.scenario import scenario_row
+    from refsim.wire.trace import current
+    trace = current()
+
+    def failed(rows: list[Row]) -> list[Row]:
+        return [r for r in rows if r.disposition is Disposition.EXECUTED_FAIL]
+
+    def forget(labels: set[str]) -> None:
+        if trace is not None:
+            trace.drop(labels)
+    scenario = found.get("conformance", [])
+    legs = [r.requirement_id for r in failed(scenario) if r.requirement_id in HOST_LEGS]
+    if legs:
+        forget(set(legs))
+        again = {r.requirement_id: r for r in run_scenario(
+            client, ScenarioConfig(caller[TENANT_A], caller.get(TENANT_B)), only=legs)}
+        scenario = [again.get(r.requirement_id, r) for r in scenario]
+        found["conformance"] = [scenario_row(scenario) if r.requirement_id == SCENARIO_ROW
+                                else r for r in scenario]
+    examples = {e.id: e for e in load_examples()}
+    for index, row in enumerate(found.get("examples", [])):
+        if row.disposition is Disposition.EXECUTED_FAIL and row.check_id in examples:
+            forget({row.check_id})
+            (found["examples"][index],) = run_examples(
+                lambda profile: client, examples=[examples[row.check_id]], keys=caller,
+                remote=True)
+    ran = {r.check_id: r for r in found.get("examples", [])}
+    invariants = {inv.id: inv for inv in load_invariants()}
+    for index, row in enumerate(found.get("invariants", [])):
+        if row.disposition is Disposition.EXECUTED_FAIL and row.check_id in invariants:
+            forget({row.check_id})
+            (found["invariants"][index],) = run_invariants(
+                lambda: client, invariants=[invariants[row.check_id]], keys=caller,
+                remote=True, ran=ran)
 
 
 def _examples(target: Target, prefix: str | None, stop_on_fail: bool = False) -> list[Row]:

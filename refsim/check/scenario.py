@@ -7,6 +7,7 @@ tenant's key) is blocked or inapplicable, naming it, never failed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from collections.abc import Callable, Collection
@@ -81,6 +82,9 @@ __all__ = ["FIXTURES", "LEGS", "SCENARIO", "Gate", "gate", "run_scenario", "shap
 class ScenarioConfig:
     api_key: str
     tenant_b_api_key: str | None = None
+    # The latency leg times the host: where rows run side by side (`refsim.check.lanes`),
+    # this gives it the host alone for the leg.
+    alone: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
 
 
 def load_vectors() -> list[dict[str, Any]]:
@@ -131,7 +135,8 @@ def run_scenario(client: HostClient, config: ScenarioConfig, *,
         if stop_on_fail and any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
             return rows
         try:
-            with segment(req):  # its exchanges, for a failed row's evidence
+            with segment(req), (config.alone() if req == LATENCY
+                                else contextlib.nullcontext()):
                 found = step()
             rows.append(Row.judged(req, SCENARIO, found))
         except Unobservable as exc:
@@ -140,11 +145,12 @@ def run_scenario(client: HostClient, config: ScenarioConfig, *,
             rows.append(Row.unjudged(req, SCENARIO, Disposition.BLOCKED,
                                      check_raised(f"the leg {req}", exc)))
     if every:
-        rows.append(_scenario_row(rows))
+        rows.append(scenario_row(rows))
     return rows
 
 
-def _scenario_row(rows: list[Row]) -> Row:
+def scenario_row(rows: list[Row]) -> Row:
+    """The scenario row, summing up the legs among `rows`."""
     legs = [r for r in rows if r.requirement_id in LEGS and not r.apart]
     unjudged = [r for r in legs if r.disposition in (Disposition.BLOCKED,
                                                      Disposition.INAPPLICABLE)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -57,15 +58,18 @@ class Trace:
         self._seq = 0
         # The answers kept, by identity: which exchange a judge's observation quotes.
         self._answers: dict[int, int] = {}
+        self._lock = threading.Lock()  # rows in lanes add from several threads
 
     def add(self, started: float, elapsed: float, method: str, url: str,
             headers: Mapping[str, str], body: bytes | None, response: Response) -> None:
-        self._seq += 1
-        if len(self.exchanges) == self.exchanges.maxlen:
-            self._answers.pop(id(self.exchanges[0].response), None)
-        self.exchanges.append(Exchange(self._seq, _SEGMENT.get(), started, elapsed, method,
-                                       url, tuple(headers.items()), body, response))
-        self._answers[id(response)] = self._seq
+        with self._lock:
+            self._seq += 1
+            if len(self.exchanges) == self.exchanges.maxlen:
+                self._answers.pop(id(self.exchanges[0].response), None)
+            self.exchanges.append(Exchange(self._seq, _SEGMENT.get(), started, elapsed,
+                                           method, url, tuple(headers.items()), body,
+                                           response))
+            self._answers[id(response)] = self._seq
 
     def seq_of(self, response: Response) -> int | None:
         """The exchange that got `response`, where this trace kept it."""
@@ -74,6 +78,16 @@ class Trace:
     def of(self, label: str) -> list[Exchange]:
         """The exchanges filed under `label`, in the order they were sent."""
         return [e for e in self.exchanges if e.segment == label]
+
+    def drop(self, labels: set[str]) -> None:
+        """Forget the exchanges filed under `labels` (a row judged again replaces them)."""
+        with self._lock:
+            kept = [e for e in self.exchanges if e.segment not in labels]
+            for e in self.exchanges:
+                if e.segment in labels:
+                    self._answers.pop(id(e.response), None)
+            self.exchanges.clear()
+            self.exchanges.extend(kept)
 
     def clear(self) -> None:
         self.exchanges.clear()

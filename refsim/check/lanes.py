@@ -1,0 +1,152 @@
+"""`check --base-url` side by side: rows that do not depend on each other run at once, each
+in a lane of its own tenants, so a check against a distant host takes about as long as its
+longest chain of requests, not the sum of them all.
+
+What keeps the rows apart is the host's own tenant scoping: every run, listing, suite and
+live counter a row reads is its tenant's (the counter seam reads "the caller's tenant and
+key K"). So each lane gets fresh tenants, minted through refsim's conformance seam
+`tenants`; a host that does not advertise it is checked one row after another, as before,
+and the check says why. The latency leg has the host to itself while it times: it waits
+for the rows running to finish, and no row starts until it has.
+
+Verdicts do not depend on the lanes: a row reads only what its own tenants made, and each
+lane's tenants are new, where one after another they would have shared the caller's."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from queue import Queue
+from typing import Any
+
+from refsim.check.findings import Row
+from refsim.check.observe import SEAM_TENANTS, TENANT_A, TENANT_B, Session, nonce
+from refsim.wire.client import HostClient
+
+# Lanes `check --base-url` uses unless told (`--lanes`): a check sends about 1,500
+# requests, and its longest row-chain (the conformance scenario) about 280; eight lanes
+# bring the rest under that chain. Each lane mints two tenants (four requests in all).
+DEFAULT_LANES = 8
+MAX_LANES = 32
+
+
+class Floor:
+    """The host, as the lanes share it: any number of rows at once, or one leg alone (a
+    leg asking to be alone waits for the rows running to end, and holds back new ones)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = 0
+        self._alone = False
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._alone and not self._waiting)
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """Within `shared`: the host to this thread alone for the block."""
+        with self._cond:
+            self._busy -= 1
+            self._waiting += 1
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self._busy == 0 and not self._alone)
+            self._waiting -= 1
+            self._alone = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._alone = False
+                self._busy += 1
+                self._cond.notify_all()
+
+
+def mint(client: HostClient, api_key: str, count: int, with_b: bool
+         ) -> list[dict[str, str]] | str:
+    """`count` lanes of fresh tenants (A, and B where `with_b`), minted through the seam
+    `tenants` by the caller's key, in parallel; or why there are none (one line)."""
+    session = Session(client, api_key)
+    if not session.surface.offers(SEAM_TENANTS):
+        return ("the host does not advertise the conformance seam tenants, through which "
+                "each lane gets tenants of its own")
+    run = nonce()
+    labels = (TENANT_A, TENANT_B) if with_b else (TENANT_A,)
+
+    def one(index: int) -> dict[str, str] | str:
+        keys: dict[str, str] = {}
+        for label in labels:
+            name = f"refsim-lane-{run}-{index}-{label}"
+            key = f"hk_lane_{run}_{index}_{label}"
+            r = session.add_tenant(name, key)
+            if r.status != 201:
+                return (f"minting a lane's tenant through the seam tenants answered "
+                        f"{r.status}")
+            keys[label] = key
+        return keys
+
+    with ThreadPoolExecutor(max_workers=count, thread_name_prefix="refsim-mint") as pool:
+        made = [f.result() for f in [pool.submit(_in_context(one), index)
+                                     for index in range(count)]]
+    refused = next((m for m in made if isinstance(m, str)), None)
+    return refused if refused is not None else [m for m in made if isinstance(m, dict)]
+
+
+def _in_context(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, to run once on another thread in a copy of this thread's context, taken now
+    (the trace that keeps every exchange, for a failed row's evidence, and its segment)."""
+    context = contextvars.copy_context()
+
+    def run(*args: Any) -> Any:
+        return context.run(fn, *args)
+    return run
+
+
+Unit = Callable[[Mapping[str, str]], list[Row]]
+
+
+class Lanes:
+    """Units of rows run side by side, each in a free lane (its tenants' keys) and on the
+    shared floor; results come back in the order the units were given."""
+
+    def __init__(self, lanes: Sequence[Mapping[str, str]]) -> None:
+        self.floor = Floor()
+        self._free: Queue[Mapping[str, str]] = Queue()
+        for keys in lanes:
+            self._free.put(keys)
+        self._pool = ThreadPoolExecutor(max_workers=len(lanes),
+                                        thread_name_prefix="refsim-lane")
+
+    def __enter__(self) -> Lanes:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        # Ctrl-C: what has not started is dropped, and the rows running are not waited for
+        interrupted = kind is not None and issubclass(kind, KeyboardInterrupt)
+        self._pool.shutdown(wait=not interrupted, cancel_futures=True)
+
+    def submit(self, unit: Unit) -> Future[list[Row]]:
+        def run() -> list[Row]:
+            keys = self._free.get()
+            try:
+                with self.floor.shared():
+                    return unit(keys)
+            finally:
+                self._free.put(keys)
+        return self._pool.submit(_in_context(run))
+
+    @staticmethod
+    def gather(futures: Sequence[Future[list[Row]]]) -> list[Row]:
+        return [row for f in futures for row in f.result()]

@@ -1,0 +1,159 @@
+"""`check --base-url` in lanes: the same rows and verdicts as one after another, each lane
+on tenants of its own, the latency leg with the host alone, and one after another (said
+why) where the host cannot mint tenants."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from refsim import SimHost
+from refsim.check.findings import Row
+from refsim.check.lanes import Floor, mint
+from refsim.check.observe import KEY_A, KEY_B
+from refsim.check.runner import PARTS, Target, run_parts
+from refsim.check.scenario import LATENCY
+from refsim.cli import main
+from refsim.wire.httpclient import HttpClient
+from refsim.wire.server import background
+from refsim.wire.trace import Trace, recording
+from refsim.zoo.correct import variant
+
+
+def _verdicts(rows: list[Row]) -> list[tuple[str, str, str, int]]:
+    """Each row's verdict and assertion count (the latency leg's count says whether the
+    machine's noise showed a tail worth timing afresh: its verdict alone)."""
+    return [(r.requirement_id, r.check_id, r.disposition.value,
+             0 if r.requirement_id == LATENCY else len(r.findings)) for r in rows]
+
+
+def _check(url: str, lanes: int, said: list[str] | None = None) -> list[Row]:
+    return run_parts(Target(), PARTS, client=HttpClient(url), api_key=KEY_A,
+                     tenant_b_key=KEY_B, lanes=lanes,
+                     say=None if said is None else said.append)
+
+
+def test_lanes_give_the_rows_and_verdicts_of_one_after_another() -> None:
+    said: list[str] = []
+    with background(SimHost(seed=0)) as one, background(SimHost(seed=0)) as eight:
+        alone = _check(one.url, 1)
+        side = _check(eight.url, 8, said)
+    assert said and said[0].startswith("8 lanes side by side")
+    assert _verdicts(side) == _verdicts(alone)
+    assert any(r.passed for r in side)
+
+
+def _slow(delay: float) -> Callable[[Any], Any]:
+    def wrap(app: Any) -> Any:
+        async def slow(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                await asyncio.sleep(delay)
+            await app(scope, receive, send)
+        return slow
+    return wrap
+
+
+def test_lanes_overlap_the_rows_and_the_latency_leg_has_the_host_alone() -> None:
+    """Against a host 10 ms away: rows overlap in time (the lanes do run side by side),
+    and while the latency leg runs no exchange of another row is in flight."""
+    trace = Trace(limit=100_000)
+    with background(SimHost(seed=0), wrap_app=_slow(0.01)) as server, recording(trace):
+        rows = _check(server.url, 8)
+    assert all(r.disposition.value != "executed-fail" for r in rows)
+    spans = [(e.segment, e.started, e.started + e.elapsed) for e in trace.exchanges]
+    timed = [(s, t0, t1) for s, t0, t1 in spans if s.startswith(LATENCY)]
+    others = [(s, t0, t1) for s, t0, t1 in spans if not s.startswith(LATENCY)]
+    assert timed and others
+    start, end = min(t0 for _, t0, _ in timed), max(t1 for _, _, t1 in timed)
+    assert not [o for o in others if o[1] < end and o[2] > start]
+    overlapping = sum(1 for (s1, _, a1), (s2, b0, _) in itertools.pairwise(others)
+                      if s1 != s2 and b0 < a1)
+    assert overlapping > 10
+
+
+def test_a_host_without_the_tenants_seam_is_checked_one_row_after_another() -> None:
+    said: list[str] = []
+    correct = variant("counter-seam-only")
+    with correct.served() as server:
+        rows = _check(server.url, 8, said)
+    assert said == ["one row after another: the host does not advertise the conformance "
+                    "seam tenants, through which each lane gets tenants of its own"]
+    assert rows and not [r for r in rows if r.disposition.value == "executed-fail"]
+
+
+def test_each_lane_mints_tenants_of_its_own() -> None:
+    with background(SimHost(seed=0)) as server:
+        client = HttpClient(server.url)
+        lanes = mint(client, KEY_A, 3, True)
+        assert isinstance(lanes, list) and len(lanes) == 3
+        keys = [k for lane in lanes for k in lane.values()]
+        assert len(set(keys)) == 6 and KEY_A not in keys and KEY_B not in keys
+        one = mint(client, KEY_A, 2, False)
+        assert isinstance(one, list) and all(set(lane) == {"acme"} for lane in one)
+
+
+def test_the_floor_gives_a_leg_the_host_alone() -> None:
+    floor = Floor()
+    events: list[str] = []
+    go = threading.Event()
+
+    def row() -> None:
+        with floor.shared():
+            events.append("row in")
+            go.wait(5)
+            time.sleep(0.05)
+            events.append("row out")
+
+    def leg() -> None:
+        with floor.shared():
+            go.set()
+            with floor.alone():
+                events.append("alone in")
+                time.sleep(0.02)
+                events.append("alone out")
+
+    first = threading.Thread(target=row)
+    first.start()
+    while "row in" not in events:
+        time.sleep(0.001)
+    second = threading.Thread(target=leg)
+    second.start()
+    time.sleep(0.01)
+    late = threading.Thread(target=row)  # arrives while the leg waits: held back
+    late.start()
+    for t in (first, second, late):
+        t.join(5)
+    assert events[:4] == ["row in", "row out", "alone in", "alone out"]
+    assert events[4:] == ["row in", "row out"]
+
+
+@pytest.mark.parametrize("text", ["0", "33", "x"])
+def test_lanes_outside_one_to_thirty_two_is_a_usage_error(
+        text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--base-url", "http://127.0.0.1:9", "--lanes", text])
+    assert stopped.value.code == 2
+    assert "a whole number from 1 to 32" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["wipes-all-copies", "foreign-unminted-403", "echoes-id"])
+def test_a_faulty_host_s_red_rows_in_lanes_are_those_of_one_after_another(name: str) -> None:
+    """A red row of a lane is judged again on the caller's tenants with the host alone:
+    a fault that reaches across tenants (erasing one tenant's source wipes every copy;
+    an unminted id under another existing tenant refused apart) shows in the rows that
+    show it one after another, not in a row whose lane another lane disturbed."""
+    from refsim.zoo.faulty import mutant
+    faulty = mutant(name)
+    reds = []
+    for lanes in (1, 8):
+        with background(faulty.host()) as server:
+            rows = _check(server.url, lanes)
+        reds.append([(r.requirement_id, r.check_id) for r in rows
+                     if r.disposition.value == "executed-fail"])
+    assert reds[0] and reds[1] == reds[0]
