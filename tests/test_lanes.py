@@ -20,7 +20,9 @@ from refsim.check.observe import KEY_A, KEY_B
 from refsim.check.runner import PARTS, Target, run_parts
 from refsim.check.scenario import LATENCY
 from refsim.cli import main
+from refsim.wire.client import NO_BODY
 from refsim.wire.httpclient import HttpClient
+from refsim.wire.response import Response
 from refsim.wire.server import background
 from refsim.wire.trace import Trace, recording
 from refsim.zoo.correct import variant
@@ -157,3 +159,34 @@ def test_a_faulty_host_s_red_rows_in_lanes_are_those_of_one_after_another(name: 
         reds.append([(r.requirement_id, r.check_id) for r in rows
                      if r.disposition.value == "executed-fail"])
     assert reds[0] and reds[1] == reds[0]
+
+
+class _Unhonoured:
+    """The reference host, whose tenants seam mints keys it then refuses."""
+
+    def __init__(self) -> None:
+        self.host = SimHost(seed=0)
+
+    @property
+    def name(self) -> str:
+        return "unhonoured"
+
+    def request(self, method: str, path: str, *, api_key: str | None = None,
+                json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
+        if (api_key or "").startswith("hk_lane_"):
+            return Response(401, {"content-type": "application/json"},
+                            {"error": "unauthenticated", "message": "unknown key"})
+        answer: Response = self.host.request(method, path, api_key=api_key, json=json,
+                                             headers=headers)
+        return answer
+
+
+def test_lanes_whose_minted_keys_are_refused_fall_back_to_one_after_another() -> None:
+    said: list[str] = []
+    rows = run_parts(Target(), PARTS, client=_Unhonoured(), api_key=KEY_A,
+                     tenant_b_key=KEY_B, lanes=4, say=said.append)
+    assert said and said[0].startswith("one row after another: a lane's minted tenants "
+                                       "cannot drive a row: the host refuses the key")
+    alone = run_parts(Target(), PARTS, client=_Unhonoured(), api_key=KEY_A,
+                      tenant_b_key=KEY_B, lanes=1)
+    assert rows and _verdicts(rows) == _verdicts(alone)

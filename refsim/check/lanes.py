@@ -23,7 +23,14 @@ from queue import Queue
 from typing import Any
 
 from refsim.check.findings import Row
-from refsim.check.observe import SEAM_TENANTS, TENANT_A, TENANT_B, Session, nonce
+from refsim.check.observe import (
+    SEAM_TENANTS,
+    TENANT_A,
+    TENANT_B,
+    Session,
+    keys_refused,
+    nonce,
+)
 from refsim.wire.client import HostClient
 
 # Lanes `check --base-url` uses unless told (`--lanes`): a check sends about 1,500
@@ -95,7 +102,10 @@ def mint(client: HostClient, api_key: str, count: int, with_b: bool
                 return (f"minting a lane's tenant through the seam tenants answered "
                         f"{r.status}")
             keys[label] = key
-        return keys
+        # Keys the host minted but will not honour, or two tenants that read each other's
+        # runs, would turn every row of the lane into a failure that is no breach.
+        refused = keys_refused(client, keys[TENANT_A], keys.get(TENANT_B))
+        return keys if refused is None else f"a lane's minted tenants cannot drive a row: {refused}"
 
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="refsim-mint") as pool:
         made = [f.result() for f in [pool.submit(_in_context(one), index)
