@@ -185,9 +185,14 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
                 if refused is not None:
                     print(f"refsim: {refused}", file=sys.stderr)
                     return EXIT_USAGE
-                rows = run_parts(target, parts, args.prefix, client=client, api_key=api_key,
-                                 tenant_b_key=tenant_b, lanes=args.lanes,
-                                 say=lambda line: print(f"refsim: {line}", file=sys.stderr))
+                try:
+                    rows = run_parts(target, parts, args.prefix, client=client,
+                                     api_key=api_key, tenant_b_key=tenant_b, lanes=args.lanes,
+                                     say=lambda line: print(f"refsim: {line}",
+                                                            file=sys.stderr))
+                finally:  # the lanes' keys are redacted as the caller's are
+                    from refsim.check.lanes import minted
+                    keys.update(minted(client))
     except ValueError as exc:  # HostUnreachable is one: a clear line, not a traceback
         print(f"refsim: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -9,6 +9,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,6 +136,17 @@ def test_the_floor_gives_a_leg_the_host_alone() -> None:
     assert events[4:] == ["row in", "row out"]
 
 
+def test_the_floor_refuses_alone_outside_shared_or_twice() -> None:
+    floor = Floor()
+    with pytest.raises(RuntimeError), floor.alone():
+        pass
+    with floor.shared(), floor.alone():
+        with pytest.raises(RuntimeError), floor.alone():
+            pass
+    with floor.shared():  # the floor is as it was: shared again at once
+        pass
+
+
 @pytest.mark.parametrize("text", ["0", "33", "x"])
 def test_lanes_outside_one_to_thirty_two_is_a_usage_error(
         text: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -190,3 +202,19 @@ def test_lanes_whose_minted_keys_are_refused_fall_back_to_one_after_another() ->
     alone = run_parts(Target(), PARTS, client=_Unhonoured(), api_key=KEY_A,
                       tenant_b_key=KEY_B, lanes=1)
     assert rows and _verdicts(rows) == _verdicts(alone)
+
+
+def test_the_lanes_keys_are_redacted_as_the_caller_s(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--trace` writes every row's exchanges: the keys the lanes minted (in the seam's
+    bodies and every lane row's Authorization) are replaced as the caller's are."""
+    from refsim.zoo.faulty import mutant
+    monkeypatch.setenv("OPENWOP_API_KEY", KEY_A)
+    monkeypatch.setenv("OPENWOP_TEST_TENANT_B_API_KEY", KEY_B)
+    trace, report = tmp_path / "T", tmp_path / "r.json"
+    with background(mutant("echoes-id").host()) as server:
+        assert main(["check", "--base-url", server.url, "--trace", str(trace),
+                     "--json", str(report)]) == 1
+    written = "".join(p.read_text(encoding="utf-8") for p in sorted(trace.glob("*.har")))
+    assert "$OPENWOP_KEY_LANE_0_ACME" in written
+    assert "hk_lane_" not in written + report.read_text(encoding="utf-8")

@@ -262,7 +262,7 @@ def _exchanges_of(row: Row, trace: Trace) -> list[Exchange]:
     for inv in load_invariants():
         if inv.id == row.check_id:
             labels.update(inv.examples)
-    return [e for e in trace.exchanges if e.segment in labels]
+    return [e for e in trace.snapshot() if e.segment in labels]
 
 
 def reproduce_note(chosen: Sequence[Exchange], shown: Sequence[Exchange]) -> str:
@@ -281,7 +281,7 @@ def attach(rows: Sequence[Row], trace: Trace, keys: Mapping[str, str], *,
     (else its last refused one), after those that made the runs they name; over HTTP, with
     the curl lines that send them again."""
     secrets = redactions(keys)
-    every = list(trace.exchanges)
+    every = trace.snapshot()
     out = []
     for row in rows:
         if row.disposition is not Disposition.EXECUTED_FAIL:

@@ -59,11 +59,14 @@ def raised_at(exc: BaseException) -> str:
     return where
 
 
+# How a blocked row's reason ends when a check raised (`check_raised`).
+RAISED = "(refsim's fault, not the host's: the row is not judged)"
+
+
 def check_raised(what: str, exc: BaseException) -> str:
     """A blocked row's reason when a check raised: a suite-side fault (refsim's, never the
     host's), naming the exception and where refsim raised it."""
-    return (f"{what} raised {type(exc).__name__}: {exc} at {raised_at(exc)} (refsim's "
-            "fault, not the host's: the row is not judged)")
+    return f"{what} raised {type(exc).__name__}: {exc} at {raised_at(exc)} {RAISED}"
 
 
 @attrs.frozen

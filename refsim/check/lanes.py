@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from queue import Queue
@@ -49,15 +50,18 @@ class Floor:
         self._busy = 0
         self._alone = False
         self._waiting = 0
+        self._held = threading.local()  # whether this thread is inside `shared`
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
         with self._cond:
             self._cond.wait_for(lambda: not self._alone and not self._waiting)
             self._busy += 1
+        self._held.inside = True
         try:
             yield
         finally:
+            self._held.inside = False
             with self._cond:
                 self._busy -= 1
                 self._cond.notify_all()
@@ -65,6 +69,9 @@ class Floor:
     @contextlib.contextmanager
     def alone(self) -> Iterator[None]:
         """Within `shared`: the host to this thread alone for the block."""
+        if not getattr(self._held, "inside", False):
+            raise RuntimeError("Floor.alone is asked from inside Floor.shared, once")
+        self._held.inside = False  # not again inside this block
         with self._cond:
             self._busy -= 1
             self._waiting += 1
@@ -79,6 +86,20 @@ class Floor:
                 self._alone = False
                 self._busy += 1
                 self._cond.notify_all()
+            self._held.inside = True
+
+
+# Per client: the keys its lanes minted, by a label naming each (`minted`).
+_MINTED: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def minted(client: HostClient) -> dict[str, str]:
+    """The keys lanes minted on `client`'s host, by label (`lane_0_acme`): redacted from
+    the evidence and the HAR files as the caller's keys are."""
+    try:
+        return dict(_MINTED.get(client, {}))
+    except TypeError:  # a client that cannot be weakly referred to kept none
+        return {}
 
 
 def mint(client: HostClient, api_key: str, count: int, with_b: bool
@@ -97,6 +118,8 @@ def mint(client: HostClient, api_key: str, count: int, with_b: bool
         for label in labels:
             name = f"refsim-lane-{run}-{index}-{label}"
             key = f"hk_lane_{run}_{index}_{label}"
+            with contextlib.suppress(TypeError):
+                _MINTED.setdefault(client, {})[f"lane_{index}_{label}"] = key
             r = session.add_tenant(name, key)
             if r.status != 201:
                 return (f"minting a lane's tenant through the seam tenants answered "
@@ -143,9 +166,9 @@ class Lanes:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
-        # Ctrl-C: what has not started is dropped, and the rows running are not waited for
-        interrupted = kind is not None and issubclass(kind, KeyboardInterrupt)
-        self._pool.shutdown(wait=not interrupted, cancel_futures=True)
+        # Stopped (Ctrl-C) or failed: what has not started is dropped, and the rows running
+        # are not waited for here (they end at their row's end, as the process does).
+        self._pool.shutdown(wait=kind is None, cancel_futures=True)
 
     def submit(self, unit: Unit) -> Future[list[Row]]:
         def run() -> list[Row]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 import secrets
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -451,8 +452,10 @@ class Session:
         if (response.status == 201 and isinstance(response.json, dict)
                 and isinstance(response.json.get("runId"), str) and isinstance(body, dict)
                 and _keyable(self.client)):  # what the checker made, to tell in a listing
-            _MADE.setdefault(self.client, {})[response.json["runId"]] = (
-                "eval" if body.get("mode") == "eval" else str(body.get("workflowId")))
+            with _REGISTRY:
+                _MADE.setdefault(self.client, {})[response.json["runId"]] = (
+                    "eval" if body.get("mode") == "eval" else str(body.get("workflowId")))
+                _MAKER.setdefault(self.client, {})[response.json["runId"]] = self.api_key
         return response
 
     def discovery(self) -> Response:
@@ -534,11 +537,12 @@ class Session:
         """How a listing shows the checker's own runs: by kind, their workflowIds."""
         if not _keyable(self.client):
             return
-        made = _MADE.get(self.client, {})
-        seen = _LISTED.setdefault(self.client, {})
-        for run_id, workflow in listed.items():
-            if run_id in made and workflow is not None:
-                seen.setdefault(made[run_id], set()).add(workflow)
+        with _REGISTRY:
+            made = _MADE.get(self.client, {})
+            seen = _LISTED.setdefault(self.client, {})
+            for run_id, workflow in listed.items():
+                if run_id in made and workflow is not None:
+                    seen.setdefault(made[run_id], set()).add(workflow)
 
     def no_new_runs(self, req: str, before: Mapping[str, str | None] | None, what: str,
                     kinds: Sequence[str] = ("eval",)) -> list[Finding]:
@@ -553,7 +557,7 @@ class Session:
         after = self.list_runs()
         if before is None or after is None:
             return []
-        seen = _LISTED.get(self.client, {}) if _keyable(self.client) else {}
+        seen = _listed(self.client)
         known = set().union(*seen.values()) if seen else set()
         if any(w is not None and w not in known for w in after.values()):
             seen = self._learn_workflows()
@@ -568,17 +572,22 @@ class Session:
         shown yet, read from its snapshot (at most a few reads a kind, once)."""
         if not _keyable(self.client):
             return {}
-        seen = _LISTED.setdefault(self.client, {})
+        with _REGISTRY:
+            made = list(_MADE.get(self.client, {}).items())
+            makers = dict(_MAKER.get(self.client, {}))
         tried: dict[str, int] = {}
-        for run_id, kind in list(_MADE.get(self.client, {}).items()):
-            if kind in seen or tried.get(kind, 0) >= 3:
+        for run_id, kind in made:
+            # Its maker's run only: another tenant's is not this caller's to read.
+            if (kind in _listed(self.client) or tried.get(kind, 0) >= 3
+                    or makers.get(run_id, self.api_key) != self.api_key):
                 continue
             tried[kind] = tried.get(kind, 0) + 1
             r = self.get_run(run_id)
             workflow = r.json.get("workflowId") if isinstance(r.json, dict) else None
             if r.status == 200 and isinstance(workflow, str):
-                seen.setdefault(kind, set()).add(workflow)
-        return seen
+                with _REGISTRY:
+                    _LISTED.setdefault(self.client, {}).setdefault(kind, set()).add(workflow)
+        return _listed(self.client)
 
     def counter(self, key: str = COUNTER_KEY) -> int | None:
         """The live counter through the seam, or None when it cannot be observed."""
@@ -706,6 +715,19 @@ _NOISE: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictiona
 _MADE: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
 # Per client: by kind, the workflowIds run listings showed for the checker's own runs.
 _LISTED: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
+# Per client: the key that made each of those runs (a run is read back by its maker).
+_MAKER: weakref.WeakKeyDictionary[Any, dict[str, str | None]] = weakref.WeakKeyDictionary()
+# Rows in lanes (`refsim.check.lanes`) share one client from several threads: the maps
+# above are written and copied under this lock.
+_REGISTRY = threading.Lock()
+
+
+def _listed(client: Any) -> dict[str, set[str]]:
+    """A copy of `_LISTED[client]` (empty where the client cannot key it)."""
+    if not _keyable(client):
+        return {}
+    with _REGISTRY:
+        return {kind: set(w) for kind, w in _LISTED.get(client, {}).items()}
 
 
 def _keyable(client: Any) -> bool:

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import attrs
 
 from refsim.check.assume import Reading, build
-from refsim.check.findings import Disposition, Row
+from refsim.check.findings import RAISED, Disposition, Row
 from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
 from refsim.check.scenario import (
     HOST_LEGS,
@@ -201,7 +201,7 @@ def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
                     if matches(prefix, r)]
             raise Stopped(rows, len(done), len(parts)) from None
     try:
-        _again_alone(found, client, caller)
+        _again_alone(found, client, caller, target.seed)
     except KeyboardInterrupt:  # Ctrl-C while judging a red row again: as the lanes left it
         from refsim.progress import Stopped
         raise Stopped([r for part in parts for r in found.get(part, []) if matches(prefix, r)],
@@ -210,9 +210,10 @@ def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
 
 
 def _again_alone(found: dict[str, list[Row]], client: HostClient,
-                 caller: Mapping[str, str]) -> None:
-    """Each row that failed in a lane is judged again, one after another, on the caller's
-    own tenants, with nothing else in flight; that judgement stands, and its exchanges
+                 caller: Mapping[str, str], seed: int) -> None:
+    """Each row that failed in a lane (or was blocked because a check raised) is judged
+    again, one after another, on the caller's own tenants, with nothing else in flight
+    (the latency leg apart: it had the host alone already); that judgement stands, and its exchanges
     are the row's evidence (curl lines that send them again with the caller's keys). A
     fault that reaches across tenants can show in a row whose lane shared the host with
     others; the row names it only if it shows again on its own."""
@@ -222,24 +223,31 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
     from refsim.wire.trace import current
     trace = current()
 
+    def again(row: Row) -> bool:  # red, or blocked because a check raised under the load
+        return row.disposition is Disposition.EXECUTED_FAIL or (
+            row.disposition is Disposition.BLOCKED and row.detail.endswith(RAISED))
+
     def failed(rows: list[Row]) -> list[Row]:
-        return [r for r in rows if r.disposition is Disposition.EXECUTED_FAIL]
+        return [r for r in rows if again(r)]
 
     def forget(labels: set[str]) -> None:
         if trace is not None:
             trace.drop(labels)
     scenario = found.get("conformance", [])
-    legs = [r.requirement_id for r in failed(scenario) if r.requirement_id in HOST_LEGS]
+    # The latency leg had the host alone already: judged twice, a timing fault would get
+    # two chances to pass.
+    legs = [r.requirement_id for r in failed(scenario)
+            if r.requirement_id in HOST_LEGS and r.requirement_id != LATENCY]
     if legs:
         forget(set(legs))
-        again = {r.requirement_id: r for r in run_scenario(
+        rejudged = {r.requirement_id: r for r in run_scenario(
             client, ScenarioConfig(caller[TENANT_A], caller.get(TENANT_B)), only=legs)}
-        scenario = [again.get(r.requirement_id, r) for r in scenario]
+        scenario = [rejudged.get(r.requirement_id, r) for r in scenario]
         found["conformance"] = [scenario_row(scenario) if r.requirement_id == SCENARIO_ROW
                                 else r for r in scenario]
     examples = {e.id: e for e in load_examples()}
     for index, row in enumerate(found.get("examples", [])):
-        if row.disposition is Disposition.EXECUTED_FAIL and row.check_id in examples:
+        if again(row) and row.check_id in examples:
             forget({row.check_id})
             (found["examples"][index],) = run_examples(
                 lambda profile: client, examples=[examples[row.check_id]], keys=caller,
@@ -247,11 +255,17 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
     ran = {r.check_id: r for r in found.get("examples", [])}
     invariants = {inv.id: inv for inv in load_invariants()}
     for index, row in enumerate(found.get("invariants", [])):
-        if row.disposition is Disposition.EXECUTED_FAIL and row.check_id in invariants:
-            forget({row.check_id})
+        if again(row) and row.check_id in invariants:
+            inv = invariants[row.check_id]
+            forget({inv.id, *(name for name in inv.examples if name not in ran)})
             (found["invariants"][index],) = run_invariants(
-                lambda: client, invariants=[invariants[row.check_id]], keys=caller,
-                remote=True, ran=ran)
+                lambda: client, invariants=[inv], keys=caller, remote=True, ran=ran)
+    for index, row in enumerate(found.get("sampled", [])):
+        if again(row):  # drawn again with the same seed, the host alone
+            forget({row.check_id})
+            rows = _sampled(lambda: client, row.check_id, dict(caller), seed)
+            found["sampled"][index] = next((r for r in rows if r.check_id == row.check_id),
+                                           row)
 
 
 def _examples(target: Target, prefix: str | None, stop_on_fail: bool = False) -> list[Row]:

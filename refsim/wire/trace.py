@@ -75,9 +75,15 @@ class Trace:
         """The exchange that got `response`, where this trace kept it."""
         return self._answers.get(id(response))
 
+    def snapshot(self) -> list[Exchange]:
+        """The exchanges kept, in the order they were sent, as of now (rows in lanes may
+        still be adding)."""
+        with self._lock:
+            return list(self.exchanges)
+
     def of(self, label: str) -> list[Exchange]:
         """The exchanges filed under `label`, in the order they were sent."""
-        return [e for e in self.exchanges if e.segment == label]
+        return [e for e in self.snapshot() if e.segment == label]
 
     def drop(self, labels: set[str]) -> None:
         """Forget the exchanges filed under `labels` (a row judged again replaces them)."""
