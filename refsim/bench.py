@@ -544,22 +544,14 @@ def check_distant() -> Figure:
     """`check --base-url` (every part, the default lanes) against the reference host served
     with DISTANT seconds before every answer, as a host that far away; beside the median of
     20 discovery round trips to it, timed in the same run."""
-    import asyncio
     import statistics
 
     from refsim.check.observe import KEY_A, KEY_B
     from refsim.check.runner import PARTS, Target, run_parts
     from refsim.check.scenario import LATENCY
     from refsim.wire.httpclient import HttpClient
-    from refsim.wire.server import background
-
-    def far(app: Any) -> Any:
-        async def later(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] == "http":
-                await asyncio.sleep(DISTANT)
-            await app(scope, receive, send)
-        return later
-    with background(SimHost(seed=0), wrap_app=far) as server:
+    from refsim.wire.server import background, delayed
+    with background(SimHost(seed=0), wrap_app=delayed(DISTANT)) as server:
         client = HttpClient(server.url)
         trips = []
         for _ in range(20):

@@ -4,11 +4,9 @@ why) where the host cannot mint tenants."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from refsim.cli import main
 from refsim.wire.client import NO_BODY
 from refsim.wire.httpclient import HttpClient
 from refsim.wire.response import Response
-from refsim.wire.server import background
+from refsim.wire.server import background, delayed
 from refsim.wire.trace import Trace, recording
 from refsim.zoo.correct import variant
 
@@ -52,21 +50,11 @@ def test_lanes_give_the_rows_and_verdicts_of_one_after_another() -> None:
     assert any(r.passed for r in side)
 
 
-def _slow(delay: float) -> Callable[[Any], Any]:
-    def wrap(app: Any) -> Any:
-        async def slow(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] == "http":
-                await asyncio.sleep(delay)
-            await app(scope, receive, send)
-        return slow
-    return wrap
-
-
 def test_lanes_overlap_the_rows_and_the_latency_leg_has_the_host_alone() -> None:
     """Against a host 10 ms away: rows overlap in time (the lanes do run side by side),
     and while the latency leg runs no exchange of another row is in flight."""
     trace = Trace(limit=100_000)
-    with background(SimHost(seed=0), wrap_app=_slow(0.01)) as server, recording(trace):
+    with background(SimHost(seed=0), wrap_app=delayed(0.01)) as server, recording(trace):
         rows = _check(server.url, 8)
     assert all(r.disposition.value != "executed-fail" for r in rows)
     spans = [(e.segment, e.started, e.started + e.elapsed) for e in trace.exchanges]

@@ -253,6 +253,18 @@ def make_server(handler: RawHandler, address: str = "127.0.0.1", port: int = 0,
     return WireServer(handler, address, port, **options)
 
 
+def delayed(seconds: float) -> Callable[[Any], Any]:
+    """An ASGI middleware (for `wrap_app`) under which every answer waits `seconds` first,
+    as a host that far away would, without holding up the others in the meantime."""
+    def wrap(app: Any) -> Any:
+        async def later(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                await asyncio.sleep(seconds)
+            await app(scope, receive, send)
+        return later
+    return wrap
+
+
 @contextlib.contextmanager
 def background(handler: RawHandler, address: str = "127.0.0.1", port: int = 0,
                **options: Any) -> Iterator[WireServer]:
