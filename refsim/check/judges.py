@@ -133,7 +133,7 @@ def _decodings(text: str) -> list[str]:
 def echoed(text: str, supplied: str) -> list[str]:
     """The runs of ECHO_WINDOW or more characters of `supplied` that `text` carries, in any
     of the encodings `id_forms` names (so a partial echo, less a few characters, counts)."""
-    texts = _decodings(text)
+    texts = list(dict.fromkeys(_decodings(text)))  # most decodings of a refusal are alike
     windows = _id_windows(supplied)
     if len(windows) > _GRAMS_FROM and sum(map(len, texts)) <= _GRAMS_TEXT_MAX:
         # The text's own runs of each window length, once, looked up in the windows: a
