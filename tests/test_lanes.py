@@ -206,3 +206,24 @@ def test_the_lanes_keys_are_redacted_as_the_caller_s(tmp_path: Path,
     written = "".join(p.read_text(encoding="utf-8") for p in sorted(trace.glob("*.har")))
     assert "$OPENWOP_KEY_LANE_0_ACME" in written
     assert "hk_lane_" not in written + report.read_text(encoding="utf-8")
+
+
+class _MintsWith200(_Unhonoured):
+    """The reference host, whose tenants seam answers 200 where refsim's says 201."""
+
+    def request(self, method: str, path: str, *, api_key: str | None = None,
+                json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
+        answer: Response = self.host.request(method, path, api_key=api_key, json=json,
+                                             headers=headers)
+        if path == "/conformance/seams/tenants" and answer.status == 201:
+            return Response(200, answer.headers, answer.json)
+        return answer
+
+
+def test_a_seam_that_mints_with_any_2xx_gets_lanes() -> None:
+    said: list[str] = []
+    mint_ok = mint(_MintsWith200(), KEY_A, 2, True)
+    assert isinstance(mint_ok, list) and len(mint_ok) == 2
+    run_parts(Target(), ["examples"], "0252.empty-map", client=_MintsWith200(),
+              api_key=KEY_A, tenant_b_key=KEY_B, lanes=2, say=said.append)
+    assert said and said[0].startswith("2 lanes side by side")
