@@ -890,6 +890,7 @@ class _Later:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from refsim.check.lanes import DEFAULT_LANES, MAX_LANES
     from refsim.paths import install_hint
     parser = argparse.ArgumentParser(
         prog="refsim",
@@ -909,11 +910,11 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text, description=text)
         _add_check_options(p)
         _add_remote_options(p, *_CHECK_REMOTE)
-        p.add_argument("--lanes", type=_lanes, default=8, metavar="N",
+        p.add_argument("--lanes", type=_lanes, default=DEFAULT_LANES, metavar="N",
                        help="with --base-url: rows side by side in N lanes, each with "
                             "tenants of its own minted through the conformance seam tenants "
                             "(the latency leg has the host alone); 1: one after another; "
-                            "default 8, at most 32")
+                            f"default {DEFAULT_LANES}, at most {MAX_LANES}")
         p.set_defaults(func=lambda a, parts=parts: _run(a, parts))
     lst = sub.add_parser("list", help="print every requirement with its section and checks")
     lst.set_defaults(func=_list)

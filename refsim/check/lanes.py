@@ -19,9 +19,7 @@ import contextvars
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from queue import Queue
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from refsim.check.findings import Row
 from refsim.check.observe import (
@@ -33,6 +31,10 @@ from refsim.check.observe import (
     nonce,
 )
 from refsim.wire.client import HostClient
+
+if TYPE_CHECKING:  # concurrent.futures is imported where lanes run: not for `refsim check`
+    from concurrent.futures import Future
+    from queue import Queue
 
 # Lanes `check --base-url` uses unless told (`--lanes`): a check sends about 1,500
 # requests, and its longest row-chain (the conformance scenario) about 280; eight lanes
@@ -130,6 +132,7 @@ def mint(client: HostClient, api_key: str, count: int, with_b: bool
         refused = keys_refused(client, keys[TENANT_A], keys.get(TENANT_B))
         return keys if refused is None else f"a lane's minted tenants cannot drive a row: {refused}"
 
+    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="refsim-mint") as pool:
         made = [f.result() for f in [pool.submit(_in_context(one), index)
                                      for index in range(count)]]
@@ -156,9 +159,11 @@ class Lanes:
 
     def __init__(self, lanes: Sequence[Mapping[str, str]]) -> None:
         self.floor = Floor()
+        from queue import Queue
         self._free: Queue[Mapping[str, str]] = Queue()
         for keys in lanes:
             self._free.put(keys)
+        from concurrent.futures import ThreadPoolExecutor
         self._pool = ThreadPoolExecutor(max_workers=len(lanes),
                                         thread_name_prefix="refsim-lane")
 

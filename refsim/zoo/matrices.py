@@ -240,11 +240,12 @@ def judge_variant(name: str, *, http: bool = True, machine: bool = True,
         cells["check in process"] = _rows_cell(run_parts(
             Target(), PARTS, client=OutsideClient(correct.host()), api_key=KEY_A,
             tenant_b_key=KEY_B))
-    if http:
+    if http:  # as `check --base-url` runs: in its default lanes, where the host has them
+        from refsim.check.lanes import DEFAULT_LANES
         with correct.served() as server:
             cells["check over HTTP"] = _rows_cell(run_parts(
                 Target(), PARTS, client=HttpClient(server.url), api_key=KEY_A,
-                tenant_b_key=KEY_B))
+                tenant_b_key=KEY_B, lanes=DEFAULT_LANES))
     if machine:
         examples, steps = PASS_FUZZ
         factory = FuzzTarget(recipe=correct).factory()
