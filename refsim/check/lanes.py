@@ -10,7 +10,10 @@ and the check says why. The latency leg has the host to itself while it times: i
 for the rows running to finish, and no row starts until it has.
 
 Verdicts do not depend on the lanes: a row reads only what its own tenants made, and each
-lane's tenants are new, where one after another they would have shared the caller's."""
+lane's tenants are new, where one after another they would have shared the caller's. A
+fault that reaches across tenants can still show in a row another lane disturbed: every
+red row is judged again alone, on the caller's tenants (`runner._again_alone`), and only
+that judgement stands."""
 
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ if TYPE_CHECKING:  # concurrent.futures is imported where lanes run: not for `re
 
 # Lanes `check --base-url` uses unless told (`--lanes`): a check sends about 1,500
 # requests, and its longest row-chain (the conformance scenario) about 280; eight lanes
-# bring the rest under that chain. Each lane mints two tenants (four requests in all).
+# bring the rest under that chain. Each lane mints two tenants and tries their keys (a
+# few requests a lane, in parallel).
 DEFAULT_LANES = 8
 MAX_LANES = 32
 
