@@ -546,6 +546,7 @@ def check_distant() -> Figure:
     20 discovery round trips to it, timed in the same run."""
     import statistics
 
+    from refsim.check.lanes import DEFAULT_LANES
     from refsim.check.observe import KEY_A, KEY_B
     from refsim.check.runner import PARTS, Target, run_parts
     from refsim.check.scenario import LATENCY
@@ -560,14 +561,14 @@ def check_distant() -> Figure:
             trips.append(time.perf_counter() - started)
         sent, started = HttpClient.sent, time.perf_counter()
         rows = run_parts(Target(), PARTS, client=client, api_key=KEY_A, tenant_b_key=KEY_B,
-                         lanes=8)
+                         lanes=DEFAULT_LANES)
         took, sent = time.perf_counter() - started, HttpClient.sent - sent
     # The latency leg times a tail afresh (480 requests more, with the host alone) where
     # its first samples show one: on a real link nearly always, here as the jitter falls.
     tail = any(r.requirement_id == LATENCY and len(r.findings) > 5 for r in rows)
     return Figure("check-distant", f"refsim check --base-url, a host "
-                  f"{DISTANT * 1e3:.0f} ms away (8 lanes; {sent} requests; the latency "
-                  f"leg {'timed' if tail else 'saw no'} tail)", took, "s",
+                  f"{DISTANT * 1e3:.0f} ms away ({DEFAULT_LANES} lanes; {sent} requests; "
+                  f"the latency leg {'timed' if tail else 'saw no'} tail)", took, "s",
                   "one round trip there", statistics.median(trips), "s", 20.0, "s", "wall")
 
 

@@ -575,16 +575,18 @@ class Session:
         with _REGISTRY:
             made = list(_MADE.get(self.client, {}).items())
             makers = dict(_MAKER.get(self.client, {}))
+        known = set(_listed(self.client))  # the kinds learnt (from here on, by this loop)
         tried: dict[str, int] = {}
         for run_id, kind in made:
             # Its maker's run only: another tenant's is not this caller's to read.
-            if (kind in _listed(self.client) or tried.get(kind, 0) >= 3
+            if (kind in known or tried.get(kind, 0) >= 3
                     or makers.get(run_id, self.api_key) != self.api_key):
                 continue
             tried[kind] = tried.get(kind, 0) + 1
             r = self.get_run(run_id)
             workflow = r.json.get("workflowId") if isinstance(r.json, dict) else None
             if r.status == 200 and isinstance(workflow, str):
+                known.add(kind)
                 with _REGISTRY:
                     _LISTED.setdefault(self.client, {}).setdefault(kind, set()).add(workflow)
         return _listed(self.client)

@@ -102,6 +102,8 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
     `lanes` (with `client`, without `first_fail`): rows side by side, each lane with
     tenants of its own (`refsim.check.lanes`), where the host lets them be minted; `say`
     is told how the rows ran, and why one after another where they could not."""
+    # The caller's keys by tenant label, for a host over HTTP.
+    keys = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
     if client is not None and lanes > 1 and not first_fail:
         from refsim.check.lanes import mint
         minted = mint(client, api_key, lanes, tenant_b_key is not None)
@@ -109,8 +111,7 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
             if say is not None:
                 say(f"{lanes} lanes side by side, each with tenants of its own minted "
                     "through the conformance seam tenants (--lanes 1: one after another)")
-            caller = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
-            return _side_by_side(target, parts, prefix, client, minted, caller)
+            return _side_by_side(target, parts, prefix, client, minted, keys)
         if say is not None:
             say(f"one row after another: {minted}")
     rows: list[Row] = []
@@ -120,7 +121,6 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
     config = ScenarioConfig(api_key, tenant_b_key)
     first = [r for r in HOST_LEGS if r != LATENCY] if first_fail else None
     if client is not None:
-        keys = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
         remote = client
         runners: dict[str, Callable[[], list[Row]]] = {
             "conformance": lambda: run_scenario(remote, config, only=first,
@@ -194,18 +194,21 @@ def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
                                          if prefix is None or inv.matches(prefix)]
             found = {part: Lanes.gather(futures[part]) for part in parts if part in futures}
         except KeyboardInterrupt:  # Ctrl-C: the parts whose every row was judged
-            done = [part for part in parts if part in futures and all(
-                f.done() and not f.cancelled() and f.exception() is None
-                for f in futures[part])]
-            rows = [r for part in done for r in Lanes.gather(futures[part])
-                    if matches(prefix, r)]
-            raise Stopped(rows, len(done), len(parts)) from None
+            done = {part: Lanes.gather(futures[part]) for part in parts
+                    if part in futures and all(f.done() and not f.cancelled()
+                                               and f.exception() is None
+                                               for f in futures[part])}
+            raise Stopped(_in_order(done, parts, prefix), len(done), len(parts)) from None
     try:
         _again_alone(found, client, caller, target.seed)
     except KeyboardInterrupt:  # Ctrl-C while judging a red row again: as the lanes left it
-        from refsim.progress import Stopped
-        raise Stopped([r for part in parts for r in found.get(part, []) if matches(prefix, r)],
-                      len(found), len(parts)) from None
+        raise Stopped(_in_order(found, parts, prefix), len(found), len(parts)) from None
+    return _in_order(found, parts, prefix)
+
+
+def _in_order(found: Mapping[str, list[Row]], parts: Sequence[str], prefix: str | None
+              ) -> list[Row]:
+    """The rows of `found`, part by part in the order asked, those `prefix` selects."""
     return [r for part in parts for r in found.get(part, []) if matches(prefix, r)]
 
 
@@ -213,10 +216,10 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
                  caller: Mapping[str, str], seed: int) -> None:
     """Each row that failed in a lane (or was blocked because a check raised) is judged
     again, one after another, on the caller's own tenants, with nothing else in flight
-    (the latency leg apart: it had the host alone already); that judgement stands, and its exchanges
-    are the row's evidence (curl lines that send them again with the caller's keys). A
-    fault that reaches across tenants can show in a row whose lane shared the host with
-    others; the row names it only if it shows again on its own."""
+    (the latency leg apart: it had the host alone already); that judgement stands, and
+    its exchanges are the row's evidence (curl lines that send them again with the
+    caller's keys). A fault that reaches across tenants can show in a row whose lane
+    shared the host with others; the row names it only if it shows again on its own."""
     from refsim.check.examples import load_examples, run_examples
     from refsim.check.invariants import load_invariants, run_invariants
     from refsim.check.scenario import scenario_row
@@ -227,17 +230,14 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
         return row.disposition is Disposition.EXECUTED_FAIL or (
             row.disposition is Disposition.BLOCKED and row.detail.endswith(RAISED))
 
-    def failed(rows: list[Row]) -> list[Row]:
-        return [r for r in rows if again(r)]
-
     def forget(labels: set[str]) -> None:
         if trace is not None:
             trace.drop(labels)
     scenario = found.get("conformance", [])
     # The latency leg had the host alone already: judged twice, a timing fault would get
     # two chances to pass.
-    legs = [r.requirement_id for r in failed(scenario)
-            if r.requirement_id in HOST_LEGS and r.requirement_id != LATENCY]
+    legs = [r.requirement_id for r in scenario
+            if again(r) and r.requirement_id in HOST_LEGS and r.requirement_id != LATENCY]
     if legs:
         forget(set(legs))
         rejudged = {r.requirement_id: r for r in run_scenario(
