@@ -565,7 +565,8 @@ def check_distant() -> Figure:
         took, sent = time.perf_counter() - started, HttpClient.sent - sent
     # The latency leg times a tail afresh (480 requests more, with the host alone) where
     # its first samples show one: on a real link nearly always, here as the jitter falls.
-    tail = any(r.requirement_id == LATENCY and len(r.findings) > 5 for r in rows)
+    tail = any(r.requirement_id == LATENCY and isinstance(f.observation, dict)
+               and "tail" in f.observation for r in rows for f in r.findings)
     return Figure("check-distant", f"refsim check --base-url, a host "
                   f"{DISTANT * 1e3:.0f} ms away ({DEFAULT_LANES} lanes; {sent} requests; "
                   f"the latency leg {'timed' if tail else 'saw no'} tail)", took, "s",

@@ -923,6 +923,37 @@ def test_a_tail_on_a_busy_machine_is_timed_afresh() -> None:
     assert judges.tail_seen(busy_a, busy_b)
 
 
+def _tail_findings() -> tuple[Finding, Finding, Finding]:
+    import random
+    rng = random.Random(3)
+    a = [rng.uniform(0.001, 0.004) for _ in range(96)]
+    b = [rng.uniform(0.001, 0.004) + (0.03 if i % 4 == 0 else 0) for i in range(96)]
+    median = judges.latency_alike(REQ, ("unknown", a[:24]), ("foreign", b[:24]))
+    even_tail = judges.latency_tail_alike(REQ, ("unknown", a), ("foreign", a[::-1]))
+    slow_tail = judges.latency_tail_alike(REQ, ("unknown", a), ("foreign", b))
+    assert median.ok and even_tail.ok and not slow_tail.ok
+    return median, even_tail, slow_tail
+
+
+def test_latency_and_tail_passes() -> None:
+    """A pair of groups gives one finding whether or not its tail was timed, so a row
+    judges alike (same digest) on a quiet machine and a busy one."""
+    median, even_tail, _ = _tail_findings()
+    untimed = judges.latency_and_tail(median, None)
+    assert untimed.ok and "no tail was timed" in untimed.message
+    timed = judges.latency_and_tail(median, even_tail)
+    assert timed.ok and set(timed.observation) == {"medians", "tail"}
+
+
+def test_latency_and_tail_fails_on_the_medians_or_the_tail() -> None:
+    median, even_tail, slow_tail = _tail_findings()
+    told = judges.latency_and_tail(median, slow_tail)
+    assert not told.ok and "refused slow more often" in told.message
+    assert set(told.observation) == {"medians", "tail"}
+    slower = judges.latency_alike(REQ, ("unknown", [0.002] * 24), ("foreign", [0.012] * 24))
+    assert not slower.ok and judges.latency_and_tail(slower, even_tail) == slower
+
+
 def test_fisher_exact_matches_known_values() -> None:
     assert judges.fisher_exact(3, 4, 1, 4) == pytest.approx(0.4857, abs=1e-4)  # tea tasting
     assert judges.fisher_exact(2, 4, 2, 4) == pytest.approx(1.0)

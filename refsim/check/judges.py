@@ -576,6 +576,21 @@ def latency_tail_alike(req: str, a: tuple[str, Sequence[float]],
               figures)
 
 
+def latency_and_tail(median: Finding, tail: Finding | None) -> Finding:
+    """One finding for one pair of groups, whether or not their tail was timed afresh: a
+    row judges alike (same findings, same digest) however busy the machine that timed it.
+    A difference of medians stands; otherwise the tail, when timed, decides."""
+    if not median.ok:
+        return median
+    if tail is None:
+        return ok(median.requirement_id, f"{median.message}; no first sample lay beyond "
+                  "the tail line, so no tail was timed", median.observation)
+    observation = {"medians": median.observation, "tail": tail.observation}
+    if not tail.ok:
+        return fail(tail.requirement_id, tail.message, observation)
+    return ok(median.requirement_id, f"{median.message}; {tail.message}", observation)
+
+
 def mann_whitney(xa: Sequence[float], xb: Sequence[float]) -> tuple[float, float]:
     """U of the first sample and the two-sided p-value, by the normal approximation with
     the tie correction (exact enough from eight samples a group)."""

@@ -507,9 +507,10 @@ class _Legs:
         # Each of tenant B's groups is compared twice at most (medians, then a tail timed
         # afresh): alpha split over all of them keeps the row's false alarms under it.
         alpha = judges.LATENCY_ALPHA / (2 * (len(labels) - 1))
-        for label in labels[1:]:
-            out.append(judges.latency_alike(req, (labels[0], times[labels[0]]),
-                                            (label, times[label]), alpha))
+        medians = {label: judges.latency_alike(req, (labels[0], times[labels[0]]),
+                                               (label, times[label]), alpha)
+                   for label in labels[1:]}
+        tailed: dict[str, Finding] = {}
         if any(judges.tail_seen(times[labels[0]], times[label])
                for label in labels[1:]):  # a tail at all: time it afresh
             tails: dict[str, list[float]] = {label: [] for label in labels}
@@ -518,9 +519,11 @@ class _Legs:
                     _, seconds = a.timed("POST", "/runs",
                                          eval_body(REPLAY, {"record": values[label]}))
                     tails[label].append(seconds)
-            for label in labels[1:]:
-                out.append(judges.latency_tail_alike(req, (labels[0], tails[labels[0]]),
-                                                     (label, tails[label]), alpha))
+            tailed = {label: judges.latency_tail_alike(req, (labels[0], tails[labels[0]]),
+                                                        (label, tails[label]), alpha)
+                      for label in labels[1:]}
+        out.extend(judges.latency_and_tail(medians[label], tailed.get(label))
+                   for label in labels[1:])
         return out
 
     def foreign_waiting(self) -> str | None:
