@@ -1141,7 +1141,7 @@ def _asker(make: Callable[[int], Response]) -> tuple[Callable[[], Response], lis
 
 
 def test_alike_asks_again_and_passes_when_what_differed_is_noise() -> None:
-    from refsim.check.observe import ALIKE_SAMPLES, alike
+    from refsim.check.differential import ALIKE_SAMPLES, alike
     unknown, asked_u = _asker(lambda n: _noisy(REFUSAL, n))
     foreign, asked_f = _asker(lambda n: _noisy(REFUSAL, 1000 + n))
     found = alike(REQ, [("unknown", unknown), ("foreign", foreign)],
@@ -1154,7 +1154,7 @@ def test_alike_asks_again_and_passes_when_what_differed_is_noise() -> None:
 def test_alike_asks_more_before_a_value_that_only_happened_to_stay_apart_counts() -> None:
     """A header that takes one of two values at random stays apart in 4 answers each once
     in 128 tries (seen over HTTP: members in a random order): 4 + 16 answers tell."""
-    from refsim.check.observe import ALIKE_CONFIRM, ALIKE_SAMPLES, alike
+    from refsim.check.differential import ALIKE_CONFIRM, ALIKE_SAMPLES, alike
 
     def flips(first: str) -> Callable[[], Response]:
         asked: list[int] = []
@@ -1172,7 +1172,7 @@ def test_alike_asks_more_before_a_value_that_only_happened_to_stay_apart_counts(
 
 
 def test_alike_fails_on_what_stays_apart_when_asked_again() -> None:
-    from refsim.check.observe import alike
+    from refsim.check.differential import alike
     unknown, _ = _asker(lambda n: _noisy(REFUSAL, n))
     foreign, _ = _asker(lambda n: _noisy(REFUSAL, n, **{"X-Scope": "tenant"}))
     found = alike(REQ, [("unknown", unknown), ("foreign", foreign)],
@@ -1181,14 +1181,14 @@ def test_alike_fails_on_what_stays_apart_when_asked_again() -> None:
 
 
 def test_alike_does_not_ask_again_when_first_sight_is_alike() -> None:
-    from refsim.check.observe import alike
+    from refsim.check.differential import alike
     unknown, asked = _asker(lambda n: refusal())
     assert alike(REQ, [("a", unknown), ("b", unknown)], [refusal(), refusal()]).ok
     assert asked == []
 
 
 def test_alike_does_not_ask_again_after_an_acceptance() -> None:
-    from refsim.check.observe import alike
+    from refsim.check.differential import alike
     ask, asked = _asker(lambda n: refusal())
     found = alike(REQ, [("a", ask), ("b", ask)], [refusal(), resp(201, {"runId": SOURCE_ID})])
     assert not found.ok and asked == []

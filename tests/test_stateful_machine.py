@@ -178,7 +178,7 @@ def test_the_machine_asks_more_before_a_value_that_only_happened_to_stay_apart_c
     in BODY_SAMPLES answers each is asked ALIKE_CONFIRM times more before it counts (a
     member order shuffled on every answer stays apart in four answers of each one time in
     128: a false verdict the pass matrix met on shuffled-members)."""
-    from refsim.check.observe import ALIKE_SAMPLES
+    from refsim.check.differential import ALIKE_SAMPLES
     from refsim.testing.stateful import BODY_SAMPLES, RequirementViolated
 
     def flips(first: str, always: bool = False) -> Any:

@@ -21,6 +21,7 @@ import attrs
 
 from refsim import catalog, paths, schemas, yaml_data
 from refsim.check import judges
+from refsim.check.differential import noise_of_host
 from refsim.check.expectations import EXPECTATIONS, Invalid, names_needing_run
 from refsim.check.findings import Disposition, Finding, Row, check_raised
 from refsim.check.observe import (
@@ -35,7 +36,6 @@ from refsim.check.observe import (
     eval_body,
     gate,
     inspector_of,
-    noise_of_host,
     nonce,
     run_path,
 )

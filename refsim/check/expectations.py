@@ -14,12 +14,12 @@ from typing import Any, ClassVar, Protocol
 import attrs
 
 from refsim.check import judges
+from refsim.check.differential import alike, no_new_runs
 from refsim.check.findings import Finding, check, fail
 from refsim.check.observe import (
     Inspector,
     Observed,
     Session,
-    alike,
     inapplicable,
     run_path,
 )
@@ -565,7 +565,7 @@ class RunsUnchanged(Flag):
         if listed is not None:
             workflow = ctx.current_args.get("workflow")
             kind = str(workflow) if isinstance(workflow, str) else "eval"
-            out += ctx.session(tenant).no_new_runs(ctx.req, listed, label, ("eval", kind))
+            out += no_new_runs(ctx.session(tenant), ctx.req, listed, label, ("eval", kind))
         return out
 
 

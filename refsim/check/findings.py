@@ -129,3 +129,15 @@ class Row:
     @property
     def passed(self) -> bool:
         return self.disposition is Disposition.EXECUTED_PASS
+
+
+def matches(prefix: str | None, row: Row) -> bool:
+    """Whether a row is among those `refsim check PREFIX` names: by the start of its
+    requirement or check id, or anywhere in either without its namespace."""
+    if not prefix:
+        return True
+    for value in (row.requirement_id, row.check_id):
+        short = value.removeprefix("openwop.requirement.").removeprefix("refsim.requirement.")
+        if value.startswith(prefix) or short.startswith(prefix) or prefix in short:
+            return True
+    return False

@@ -14,6 +14,7 @@ import attrs
 
 from refsim import catalog, paths, yaml_data
 from refsim.check import judges
+from refsim.check.differential import alike, no_new_runs, noise_of_host
 from refsim.check.findings import Disposition, Finding, Row, check_raised
 from refsim.check.ids import req_id
 from refsim.check.observe import (
@@ -32,12 +33,10 @@ from refsim.check.observe import (
     Observed,
     Session,
     Unobservable,
-    alike,
     eval_body,
     gate,
     inapplicable,
     inspector_of,
-    noise_of_host,
     nonce,
     run_path,
 )
@@ -539,7 +538,7 @@ def check_tenant_scoped(probe: Probe) -> list[Finding]:
         out.append(judges.nothing_minted(req, first[-1], "the refusals", runs_before,
                                          probe.inspector.run_count()))
     if listed is not None:
-        out += a.no_new_runs(req, listed, "the refusals")
+        out += no_new_runs(a, req, listed, "the refusals")
     return out
 
 

@@ -3,24 +3,24 @@ what the wire said about one request, `gate` says whether RFC 0252's rows apply 
 and an `Inspector` reads what only the simulator can see.
 
 Every driver (legs, example table, invariants, demo, machine) observes through this module;
-judging is for `refsim.check.judges`.
+judging is for `refsim.check.judges`, and asking again until refusals tell apart or not is
+`refsim.check.differential`'s (it takes both). Nothing here calls a judge.
 """
 
 from __future__ import annotations
 
-import random
 import re
 import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
 
 import attrs
 
-from refsim.check.findings import Disposition, Finding
+from refsim.check.findings import Disposition
 from refsim.domain.canonical import integral
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.owners import DEFAULT_TENANTS
@@ -544,19 +544,19 @@ class Session:
                 if run_id in made and workflow is not None:
                     seen.setdefault(made[run_id], set()).add(workflow)
 
-    def no_new_runs(self, req: str, before: Mapping[str, str | None] | None, what: str,
-                    kinds: Sequence[str] = ("eval",)) -> list[Finding]:
-        """§B "before the run starts", judged by listing: the caller's list gains no run
-        the refused requests could have made. A new run the listing shows under a
-        workflowId that listings showed for the checker's own runs of another kind (a
-        no-op workflow run, say) and never for one of `kinds` (an eval run) is other
-        traffic of the tenant's, set aside; any other new run counts. Nothing is judged
-        where either listing cannot be read (other traffic may push it past
-        LIST_MAX_PAGES)."""
-        from refsim.check import judges
+    def listing_news(self, before: Mapping[str, str | None] | None,
+                     kinds: Sequence[str] = ("eval",)
+                     ) -> tuple[Mapping[str, str | None], Mapping[str, str | None],
+                                frozenset[str]] | None:
+        """What §B's "before the run starts" is judged on, by listing: the listing before
+        (`before`) and now, and the workflowIds that are other traffic of the tenant's
+        (`judges.no_new_runs`). A new run the listing shows under a workflowId that
+        listings showed for the checker's own runs of another kind (a no-op workflow run,
+        say) and never for one of `kinds` (an eval run) is such traffic. None where either
+        listing cannot be read (other traffic may push it past LIST_MAX_PAGES)."""
         after = self.list_runs()
         if before is None or after is None:
-            return []
+            return None
         seen = _listed(self.client)
         known = set().union(*seen.values()) if seen else set()
         if any(w is not None and w not in known for w in after.values()):
@@ -565,7 +565,7 @@ class Session:
         # A listing that shows a catalog workflow by its own id shows a run of it.
         others = set().union(*(w for kind, w in seen.items() if kind not in kinds),
                              CATALOG_WORKFLOWS - set(kinds))
-        return [judges.no_new_runs(req, before, after, what, frozenset(others - related))]
+        return before, after, frozenset(others - related)
 
     def _learn_workflows(self) -> dict[str, set[str]]:
         """The workflowId of one run of each kind the checker made that no listing has
@@ -763,86 +763,6 @@ def stream_events(r: Response) -> list[dict[str, Any]] | None:
         else:  # a frame that is no run event (an end marker, a keep-alive) is skipped
             others += 1
     return out if out or not others else None
-
-
-def noise_of_host(session: Session) -> frozenset[str]:
-    """What varies on this host between answers to one and the same refused request (a
-    request id, a trace header, a correlation id in `details`): noise, which no uniformity
-    judge may count as a difference. Learnt once per client from NOISE_SAMPLES refusals
-    of an id no host minted (they change nothing)."""
-    from refsim.check.judges import noise_of
-    keyed = _keyable(session.client)
-    if keyed and session.client in _NOISE:
-        return _NOISE[session.client]
-    if getattr(session.client, "edge", True) is None and hasattr(session.client, "core"):
-        # The built-in host with nothing rewriting its answers: it adds nothing that varies
-        # (no request id, no clock in a refusal). Nothing is set aside, which judges no
-        # more leniently than learning would.
-        return frozenset()
-    body = eval_body(REPLAY, {"record": f"{NO_SUCH_TENANT}/{UNKNOWN_OPAQUE}"})
-    found = noise_of([session.create(body) for _ in range(NOISE_SAMPLES)])
-    if keyed:
-        _NOISE[session.client] = found
-    return found
-
-
-# Where two refusals read differently on first sight, each is asked for again this many
-# times, interleaved in a random order, before the difference counts (a header that takes
-# one of a few values at random, or changes with the clock, is noise the first sight
-# cannot tell from an oracle).
-ALIKE_SAMPLES = 4
-# Where ALIKE_SAMPLES answers each still tell the requests apart, each is asked this many
-# times more before the difference counts: a feature that takes one of two values at
-# random (members in a random order, a header on half the answers) is constant within
-# each of two groups of 4 and different between them once in 128 tries; within groups of
-# 4 + 16 answers, once in 2^38.
-ALIKE_CONFIRM = 16
-Ask = Callable[[], Response]
-
-
-def alike(req: str, asks: Sequence[tuple[str, Ask]], first: Sequence[Response],
-          noise: frozenset[str] = frozenset()) -> Finding:
-    """Refusals a client cannot tell apart, judged differentially: the answers `first`
-    (one per labelled request) alike, all but `noise`, is enough; where they differ,
-    every request is asked again ALIKE_SAMPLES times, interleaved in a random order, and
-    only what is constant within each one's answers and differs between them counts
-    (`judges.indistinguishable`). `asks` make the requests again; only refusals are asked
-    again (asking again changes nothing)."""
-    from refsim.check import judges
-    labelled = [(label, r) for (label, _), r in zip(asks, first, strict=True)]
-    plain = judges.uniform(req, labelled, exact=True, noise=noise)
-    if plain.ok or any(r.status < 400 for r in first):
-        return plain
-    found, _, times = asked_apart(req, asks, ALIKE_SAMPLES)
-    return attrs.evolve(found, message=f"{plain.message.split(': they are not')[0]} on "
-                        f"first sight; asked again {times} times each, interleaved: "
-                        + found.message)
-
-
-def asked_apart(req: str, asks: Sequence[tuple[str, Ask]], samples: int,
-                rng: random.Random | None = None
-                ) -> tuple[Finding, list[tuple[str, list[Response]]], int]:
-    """Each request asked `samples` times, interleaved in a random order, and judged by
-    `judges.indistinguishable`; where that tells them apart, ALIKE_CONFIRM times more
-    each, and judged again on all the answers. Returns the finding, the answers by label
-    and how many times each request was asked."""
-    from refsim.check import judges
-    groups: list[tuple[str, list[Response]]] = [(label, []) for label, _ in asks]
-    rng = rng or random.Random(secrets.randbits(64))
-
-    def ask_round(times: int) -> None:
-        for _ in range(times):
-            order = list(range(len(asks)))
-            rng.shuffle(order)
-            for index in order:
-                groups[index][1].append(asks[index][1]())
-    ask_round(samples)
-    found = judges.indistinguishable(req, groups)
-    if not found.ok:
-        ask_round(ALIKE_CONFIRM)
-        found = judges.indistinguishable(req, groups)
-        samples += ALIKE_CONFIRM
-    return found, groups, samples
 
 
 def _count_of(r: Response) -> int | None:

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import attrs
 
 from refsim.check.assume import Reading, build
-from refsim.check.findings import RAISED, Disposition, Row
+from refsim.check.findings import RAISED, Disposition, Row, matches
 from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
 from refsim.check.scenario import (
     HOST_LEGS,
@@ -76,16 +76,6 @@ class Target:
         extra = "".join(f" --assume {r}" for r in self.readings)
         zoo = f" {self.recipe.flag} {self.recipe.name}" if self.recipe is not None else ""
         return f"refsim:{self.profile}{zoo}{extra}"
-
-
-def matches(prefix: str | None, row: Row) -> bool:
-    if not prefix:
-        return True
-    for value in (row.requirement_id, row.check_id):
-        short = value.removeprefix("openwop.requirement.").removeprefix("refsim.requirement.")
-        if value.startswith(prefix) or short.startswith(prefix) or prefix in short:
-            return True
-    return False
 
 
 def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,

@@ -3,7 +3,7 @@ bounded, seeded sample of the class's members (`refsim.check.classes.sample`) on
 in process or over HTTP.
 
 - source-values: each value as a fixtureRuns value is refused 400 validation_error without
-  echo; an id-shaped one gets the unknown id's whole answer (`observe.alike`). Every
+  echo; an id-shaped one gets the unknown id's whole answer (`differential.alike`). Every
   derivation of the caller's own usable id is sent (a loose host takes exactly those); the
   rest is sampled.
 - task-keys: each key (every derivation of the suite's real task ids, then a sample) is
@@ -34,7 +34,8 @@ import attrs
 from refsim import catalog
 from refsim.check import classes, judges
 from refsim.check.classes import CLASS_NAMES, Member, RunState
-from refsim.check.findings import Disposition, Finding, Row
+from refsim.check.differential import alike, noise_of_host
+from refsim.check.findings import Disposition, Finding, Row, matches
 from refsim.check.ids import req_id
 from refsim.check.invariants import Probe
 from refsim.check.observe import (
@@ -50,11 +51,9 @@ from refsim.check.observe import (
     Observed,
     Session,
     Unobservable,
-    alike,
     eval_body,
     gate,
     inspector_of,
-    noise_of_host,
     nonce,
     run_path,
 )
@@ -469,7 +468,6 @@ def run_sampled(make_host: Callable[[], HostClient], prefix: str | None = None, 
                 stop_on_fail: bool = False) -> list[Row]:
     """One row per class (those `prefix` matches), each on a sample drawn with `seed`, all
     on one host (`make_host()` once); `stop_on_fail`: none after the first that fails."""
-    from refsim.check.runner import matches
     wanted = [c for c in CLASS_NAMES if matches(prefix, Row.unjudged(
         requirement(c), SCENARIO, Disposition.SKIPPED, "-", check_id(c)))]
     if not wanted:

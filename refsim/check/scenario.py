@@ -17,6 +17,7 @@ import attrs
 
 from refsim import paths
 from refsim.check import judges
+from refsim.check.differential import alike, asked_apart, no_new_runs, noise_of_host
 from refsim.check.findings import Disposition, Finding, Row, check_raised
 from refsim.check.ids import req_id
 from refsim.check.observe import (
@@ -34,12 +35,9 @@ from refsim.check.observe import (
     Observed,
     Session,
     Unobservable,
-    alike,
-    asked_apart,
     eval_body,
     gate,
     inspector_of,
-    noise_of_host,
     nonce,
 )
 from refsim.domain.ids import seen_parts
@@ -364,7 +362,7 @@ class _Legs:
             out.append(self._unechoed(req, r, nid, "a run that never invoked the agent",
                                       lambda v: eval_body(REPLAY, {"record": v})))
         if listed is not None:
-            out += a.no_new_runs(req, listed, "the refusals")
+            out += no_new_runs(a, req, listed, "the refusals")
         return out
 
     def uniform(self, *, exact: bool) -> list[Finding]:
@@ -554,7 +552,7 @@ class _Legs:
             out.append(judges.nothing_minted(req, r, label))
         if listed is not None:  # eval runs: a no-op workflow run is what other traffic of
             # the tenant's makes too, so "fixtureRuns without mode" is judged by its answer
-            out += a.no_new_runs(req, listed, "the §B refusals")
+            out += no_new_runs(a, req, listed, "the §B refusals")
         if source.run_id is None:
             out.append(judges.could_not_go_on(req, "the source run", "never created"))
         return out

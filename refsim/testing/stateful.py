@@ -39,6 +39,7 @@ from hypothesis.stateful import (
 
 from refsim import catalog
 from refsim.check import classes, judges
+from refsim.check.differential import alike, asked_apart, noise_of_host
 from refsim.check.examples import Example, RowRun, load_examples
 from refsim.check.findings import Finding
 from refsim.check.ids import req_id
@@ -54,11 +55,8 @@ from refsim.check.observe import (
     Session,
     Surface,
     Unobservable,
-    alike,
-    asked_apart,
     eval_body,
     inspector_of,
-    noise_of_host,
     nonce,
     run_path,
     share_surface,
