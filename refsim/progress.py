@@ -67,8 +67,12 @@ class Progress:
             self._bar.set_postfix_str(note, refresh=False)
         if self._logged and amount and time.monotonic() - self._last >= LOG_EVERY_SECONDS:
             self._last = time.monotonic()
-            of = f" of {self._total:g}" if self._total is not None else ""
-            print(f"progress: {self.done:g}{of} {self._what}" + (f" ({note})" if note else ""),
+            # Past its total (fuzz's explicit programs come before the examples it
+            # counts), a count says what was done, not "63 of 20".
+            of = (f" of {self._total:g}" if self._total is not None
+                  and self.done <= self._total else "")
+            done = f"{self.done:g}" if float(self.done).is_integer() else f"{self.done:.1f}"
+            print(f"progress: {done}{of} {self._what}" + (f" ({note})" if note else ""),
                   flush=True)
 
     def say(self, text: str, out: TextIO | None = None) -> None:

@@ -237,9 +237,10 @@ def test_every_decided_in_pointer_names_real_code() -> None:
     assert [(rid, p) for rid, p in pointers if not _resolves(p)] == []
 
 
-def test_the_readmes_falsify_sample_is_what_falsify_prints(
+def test_the_spec_author_pages_falsify_sample_is_what_falsify_prints(
         capsys: pytest.CaptureFixture[str]) -> None:
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parent.parent / "docs" / "spec-author.md").read_text(
+        encoding="utf-8")
     start = text.index("$ refsim falsify --cached\n") + len("$ refsim falsify --cached\n")
     sample = text[start:text.index("```", start)]
     assert main(["falsify", "--cached"]) == 0

@@ -180,7 +180,7 @@ def test_a_campaign_reports_the_first_counterexample_and_how_to_replay_it(
 
 
 def test_the_hypofuzz_route_saves_where_the_replay_command_reads(tmp_path: Path) -> None:
-    """The README's module for HypoFuzz: the machine's TestCase under the target's database.
+    """docs/fuzzing.md's module for HypoFuzz: the machine's TestCase under the target's database.
     What it saves, `refsim fuzz --replay` finds (HypoFuzz runs the same test case)."""
     import unittest
 

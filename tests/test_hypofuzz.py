@@ -1,6 +1,6 @@
-"""The README's HypoFuzz route, run: the optional `hypofuzz` extra installed apart (its own
+"""docs/fuzzing.md's HypoFuzz route, run: the optional `hypofuzz` extra installed apart (its own
 folder on PYTHONPATH, so this environment's Hypothesis stays as it is), `hypothesis fuzz`
-on the README's `fuzz_refsim.py` against a zoo host for a bounded time, then
+on the page's `fuzz_refsim.py` against a zoo host for a bounded time, then
 `refsim fuzz --replay` on what it saved."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ BUDGET = 150.0  # seconds HypoFuzz may take to find it
 
 
 def _snippet() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("```python\n# fuzz_refsim.py\n") + len("```python\n")
+    text = (ROOT / "docs" / "fuzzing.md").read_text(encoding="utf-8")
+    start = text.index("```python\n# fuzz_refsim.py") + len("```python\n")
     return text[start:text.index("```", start)]
 
 

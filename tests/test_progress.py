@@ -178,6 +178,11 @@ def test_without_a_terminal_a_long_command_prints_a_line_per_unit_finished(
         bar.advance(1)
     assert capsys.readouterr().out.splitlines() == [
         "progress: 1 of 3 faulty hosts (echoes-id)", "progress: 2 of 3 faulty hosts"]
+    with progress.Progress(1, "examples", stream=io.StringIO()) as bar:
+        bar.advance(1)
+        bar.advance(1)  # past the total (fuzz's explicit programs): no "2 of 1"
+    assert capsys.readouterr().out.splitlines() == [
+        "progress: 1 of 1 examples", "progress: 2 examples"]
     with progress.Progress(3, "faulty hosts", stream=io.StringIO(), quiet=True) as bar:
         bar.advance(1)
     monkeypatch.setattr(progress, "LOG_EVERY_SECONDS", 60.0)

@@ -1,4 +1,4 @@
-"""Every bound the wire enforces, in one place; README "Limits" documents each.
+"""Every bound the wire enforces, in one place; docs/host-author.md "Limits" documents each.
 
 Each refusal names its limit. The work caps are set so that the largest request the host
 accepts costs well under 200 ms of host time (`refsim bench http` prints the figure).
