@@ -56,7 +56,7 @@ class Suite:
 
 
 # What one eval run may serve from fixtures at most: calls x trials x the largest entry's
-# response (docs/host-author.md, "Limits"). A run's events hold every response it served, so this bounds
+# response (docs/host-author.md). A run's events hold every response it served, so this bounds
 # its event stream too (a 900 kB entry served 200 times was a 180 MB stream).
 MAX_RUN_SERVED_BYTES = 16 * 1_048_576
 

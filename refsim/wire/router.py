@@ -187,7 +187,7 @@ def script_size(script: Any) -> tuple[int, int]:
 
 
 def suite_cap_refusal(body: dict[str, Any]) -> Refusal | None:
-    """The work caps of the suite a seam body registers (docs/host-author.md, "Limits"); each refusal
+    """The work caps of the suite a seam body registers (docs/host-author.md); each refusal
     names the limit. Checked before the schema, so counting stays linear."""
     suite = body.get("suite")
     if not isinstance(suite, dict) or not isinstance(suite.get("tasks"), list):
