@@ -202,3 +202,23 @@ def test_the_machine_asks_more_before_a_value_that_only_happened_to_stay_apart_c
     with pytest.raises(RequirementViolated):
         state.refusals_told_apart("acme")
     state.teardown()
+
+
+def test_a_refusal_is_not_asked_again_once_its_source_moved() -> None:
+    """A waiting run refused as a source (not terminal), then cancelled by its owner, is
+    terminal: asked again it may be taken (201). The machine once asked it again as the
+    same refusal and failed the reference host (a false verdict); it forgets a refusal
+    whose source's state moved."""
+    machine = machine_for(lambda: SimHost(seed=0))
+    state = machine()
+    state.first_source(rich=0, trials=1)
+    acme = state.known_tenant(name="acme")
+    waiting = state.record_waiting_run(script=[
+        {"call": "conformance.eval:counter", "args": {"op": "read", "key": "k2"}},
+        {"decide": "ok"}], tenant=acme)
+    state.replay_own(source_id=waiting, variant="same", trials=1)
+    assert "non-terminal" in state.kinds_seen[(acme, "plain")]
+    state.cancel(run_id=waiting)
+    assert "non-terminal" not in state.kinds_seen.get((acme, "plain"), {})
+    state.ask_again(caller=acme, times=2)  # no false "expected 400, got 201"
+    state.teardown()

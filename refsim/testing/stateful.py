@@ -330,6 +330,19 @@ class Offered:
 
 # ----------------------------------------------------------------------------- the machine
 
+@attrs.frozen(eq=False)
+class _AskAgain:
+    """A refused create, to send again: the source value it named is kept, so that the
+    refusal can be forgotten once that run's state moves (a waiting run cancelled or
+    resolved is asked a different question: it may now be usable)."""
+
+    send: Callable[[Any], Response]
+    value: Any
+
+    def __call__(self) -> Response:
+        return self.send(self.value)
+
+
 @attrs.define(eq=False)
 class HostMemory:
     """What a host the examples share (one host over HTTP) keeps from one example to the
@@ -794,6 +807,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if run.kind == "waiting" and not run.terminal:
             judged(judges.answered(req_id("0252.non-terminal-refused"), r, 200, "resolving"))
             run.terminal = True
+            self._state_moved(run_id)
             self._count("resolve")
         else:
             judged(judges.answered(req_id("0252.non-terminal-refused"), r, 409,
@@ -816,6 +830,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                "cancelling a run that waits for input"))
         run.terminal = True
         run.kind = "cancelled"
+        self._state_moved(run_id)
         self._settled.discard(run_id)
         self._count("source:cancelled")
         self._drew("run-states", "cancelled-after-calls (caller)")
@@ -1164,8 +1179,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             if group is not None:
                 self.first_asks.setdefault(caller, {}).setdefault(group, []).append(r)
 
-        def ask() -> Response:
-            return self._create(caller, body(supplied[0]), header)
+        ask = _AskAgain(lambda value: self._create(caller, body(value), header), supplied[0])
         kinds = self.kinds_seen.setdefault((caller, header), {})
         if signature not in seen and seen:
             others = [e for k, e in kinds.items() if k != kind] or list(kinds.values())[:1]
@@ -1180,6 +1194,15 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                     f"{found.message}"))
         seen.setdefault(signature, (kind, ask, r))
         kinds.setdefault(kind, (kind, ask, r))
+
+    def _state_moved(self, run_id: str) -> None:
+        """Forget the refusals that named `run_id` as it was: once a waiting run is
+        cancelled or resolved it is terminal, and asking again asks another question (its
+        owner may now use it). A refusal of it asked again would be no refusal to compare."""
+        for remembered in (*self.refusals.values(), *self.kinds_seen.values()):
+            for key, (_, ask, _) in list(remembered.items()):
+                if isinstance(ask, _AskAgain) and ask.value == run_id:
+                    del remembered[key]
 
     @precondition(lambda self: self.offer.recorded)
     @rule(caller=tenants)
