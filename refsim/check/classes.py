@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import attrs
 
@@ -31,7 +32,7 @@ CLASS_NAMES = ("source-values", "run-states", "task-keys", "exact-args", "owner-
 # The operations a `from-id` / `from-key` member may name, one key each (besides `name`).
 TEXT_OPS = frozenset({"case", "before", "after", "insert", "cut", "repeat", "replace",
                       "percent", "fullwidth", "lookalike", "wrap", "splice", "project",
-                      "shift"})
+                      "shift", "keep-after-last"})
 ARG_OPS = frozenset({"numbers", "booleans", "strings", "lists", "nulls", "add", "drop",
                      "wrap"})
 RECIPES = frozenset({"eval", "workflow", "eval-of-eval", "trials", "cancelled", "waiting",
@@ -69,6 +70,16 @@ class Route:
     path: str
     body: Any
     needs: str | None
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Listing:
+    """A listing another tenant may ask: it answers, and shows nothing of the owner's run.
+    `path` may hold `{workflow}` and `{status}`, the run's own as its owner reads them."""
+
+    name: str
+    path: str
 
 
 @attrs.frozen
@@ -90,6 +101,7 @@ class Classes:
     routes: tuple[Route, ...]
     spellings: tuple[Op, ...]
     idempotent: tuple[Mapping[str, str], ...]
+    listings: tuple[Listing, ...]
     headers: tuple[tuple[str, Mapping[str, str]], ...]
 
     def id_like(self, value: Any) -> bool:
@@ -130,6 +142,20 @@ def _ops(items: Any, where: str, allowed: frozenset[str]) -> tuple[Op, ...]:
             raise ClassDataError(f"{FILE}: {where} member {name!r}: {exc}") from exc
         out.append(op)
     return tuple(out)
+
+
+def _listing(item: Any, where: str) -> Listing:
+    path = _need(item, "path", where, str)
+    if not path.startswith("/runs") or "{id}" in path:
+        raise ClassDataError(f"{FILE}: {where}.path is a listing of runs (/runs...), with "
+                             "no {id}")
+    return Listing(_need(item, "name", where, str), path)
+
+
+def listed(listing: Listing, workflow: str, status: str) -> str:
+    """The listing's path with the run's workflowId and status put in, URL-encoded."""
+    return (listing.path.replace("{workflow}", quote(workflow, safe=""))
+            .replace("{status}", quote(status, safe="")))
 
 
 def _patterns(items: Any, where: str) -> tuple[str, ...]:
@@ -182,9 +208,13 @@ def load() -> Classes:
         path_ = _need(r, "path", where, str)
         if "{id}" not in path_:
             raise ClassDataError(f"{FILE}: {where}.path has no {{id}}")
+        headers = r.get("headers") or {}
+        if not isinstance(headers, dict):
+            raise ClassDataError(f"{FILE}: {where}.headers is a map of header to value")
         route_list.append(Route(_need(r, "name", where, str),
                                 _need(r, "method", where, str), path_,
-                                r.get("body"), r.get("needs")))
+                                r.get("body"), r.get("needs"),
+                                {str(k): str(v) for k, v in headers.items()}))
     header_list = []
     for index, h in enumerate(_need(heads, "members", "request-headers", list)):
         where = f"request-headers.members[{index}]"
@@ -222,6 +252,8 @@ def load() -> Classes:
         spellings=_ops(_need(routes, "spellings", "owner-routes", list),
                        "owner-routes.spellings", TEXT_OPS),
         idempotent=tuple(_need(routes, "idempotent-creates", "owner-routes", list)),
+        listings=tuple(_listing(m, f"owner-routes.listings[{i}]")
+                       for i, m in enumerate(routes.get("listings") or [])),
         headers=tuple(header_list))
 
 
@@ -250,6 +282,9 @@ def derive(op: Op, text: str, other: str | None = None, at: int = 0) -> Any:
         out = text.replace(str(old), str(new))
     elif "shift" in spec:
         out = shifted(text)
+    elif "keep-after-last" in spec:  # the text after the last such character, where any
+        mark = str(spec["keep-after-last"])
+        out = text.rpartition(mark)[2] if mark in text else text
     elif "project" in spec:
         out = project(text)
     elif "percent" in spec:
@@ -330,8 +365,10 @@ def vary(op: Op, args: Mapping[str, Any]) -> Any:
     elif "booleans" in spec:
         out = _walk(rest, lambda v: int(v) if isinstance(v, bool) else v)
     elif "strings" in spec:
-        fold: Callable[[str], str] = {"casefold": str.casefold, "upper": str.upper,
-                                      "pad": lambda s: f" {s} "}[spec["strings"]]
+        fold: Callable[[str], str] = {
+            "casefold": str.casefold, "upper": str.upper, "pad": lambda s: f" {s} ",
+            "nfkc": nfkc, "nfd": lambda s: unicodedata.normalize("NFD", s),
+            "nfc": lambda s: unicodedata.normalize("NFC", s)}[spec["strings"]]
         out = _walk(rest, lambda v: fold(v) if isinstance(v, str) else v)
     elif "lists" in spec:
         how: Callable[[list[Any]], list[Any]] = {
@@ -381,7 +418,8 @@ def member_names(cls: str) -> list[str]:
                 + [op.name for op in data.arg_variants])
     if cls == "owner-routes":
         return ([f"{r.name} ({op.name})" for r in data.routes for op in data.spellings]
-                + [str(m["name"]) for m in data.idempotent])
+                + [str(m["name"]) for m in data.idempotent]
+                + [m.name for m in data.listings])
     if cls == "request-headers":
         return [name for name, _ in data.headers]
     raise KeyError(f"no class {cls!r}; the classes are {', '.join(CLASS_NAMES)}")
@@ -525,6 +563,26 @@ def spelt(route: Route, run_id: str, spelling: Op) -> str:
     return route.path.replace("{id}", value if isinstance(value, str) else run_id)
 
 
-__all__ = ["CLASS_NAMES", "ClassDataError", "Classes", "Member", "Op", "Route", "RunState",
-           "derive", "headers_for", "load", "member_names", "nfkc", "sample", "shifted",
-           "spelt", "splice_points", "value_name", "vary", "with_recorded"]
+__all__ = [
+    "CLASS_NAMES",
+    "ClassDataError",
+    "Classes",
+    "Listing",
+    "Member",
+    "Op",
+    "Route",
+    "RunState",
+    "derive",
+    "headers_for",
+    "listed",
+    "load",
+    "member_names",
+    "nfkc",
+    "sample",
+    "shifted",
+    "spelt",
+    "splice_points",
+    "value_name",
+    "vary",
+    "with_recorded",
+]

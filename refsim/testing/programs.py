@@ -166,6 +166,9 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
                 steps.append(Step("foreign_route", {"run_id": Var(target), "caller": them,
                                                     "route": route.name,
                                                     "spelling": spelling.name}))
+    for target in ("replayed", "own"):
+        steps += [Step("foreign_listing", {"run_id": Var(target), "caller": them,
+                                           "listing": m.name}) for m in data.listings]
     for reuse in data.idempotent:
         for source, second in ((own, other), (other, own)):
             steps.append(Step("idempotent_create", {"source_id": source, "other": second,

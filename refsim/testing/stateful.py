@@ -92,6 +92,9 @@ COUNTER_INIT: tuple[dict[str, Any], ...] = (
     {"decide": "ok"})
 # Refusals asked again per group to tell two kinds apart, and first asks per group needed
 # before their frequencies are compared (as the uniformity rows ask: scenario.py).
+# The task of every suite the machine registers: with a "-" in it, so that a key folded
+# or slugged before it is judged (hyphen as underscore, say) is a near-miss of a real task.
+TASK_ID = "the-task"
 BODY_SAMPLES = 4
 FIRST_ASKS = 12
 # The counters the machine's scripts and the suites it names can move or read.
@@ -151,6 +154,8 @@ RECORDED_ARGS = st.deferred(lambda: st.integers(0, len(_class_data().recorded_ar
 RUN_STATES = st.deferred(lambda: st.sampled_from([m.name for m in _class_data().run_states]))
 ROUTES = st.deferred(lambda: st.sampled_from([r.name for r in _class_data().routes]))
 SPELLINGS = st.deferred(lambda: st.sampled_from([op.name for op in _class_data().spellings]))
+LISTINGS = st.deferred(lambda: st.sampled_from([m.name for m in _class_data().listings]
+                                               or ["-"]))
 IDEMPOTENT = st.deferred(lambda: st.sampled_from(
     [str(m["name"]) for m in _class_data().idempotent]))
 HEADERS = st.deferred(lambda: st.sampled_from([name for name, _ in _class_data().headers]))
@@ -584,7 +589,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             listed = catalog.suite(fixture)["tasks"][0]
             return (fixture, "record", list(listed["input"]["script"]), 1,
                     listed["expected"]["match"]["value"])
-        task: dict[str, Any] = {"taskId": "t", "input": {"script": script},
+        task: dict[str, Any] = {"taskId": TASK_ID, "input": {"script": script},
                                 "expected": {"kind": "golden",
                                              "match": {"strategy": "exact", "value": "ok"}}}
         if source:
@@ -595,7 +600,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                "tasks": [task]}
         if not self._register(tenant, doc):
             return self._suite(tenant, script, source=source, trials=trials, drift=drift)
-        return suite_id, "t", script, trials, "ok"
+        return suite_id, TASK_ID, script, trials, "ok"
 
     def _register(self, tenant: str, doc: dict[str, Any]) -> bool:
         """`doc` registered for `tenant` through the suite seam (once per host); False when
@@ -1035,7 +1040,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         session = self._session(run.tenant)
         events = session.events(run.id)
         self._settled.add(run.id)
-        task = next(iter(run.fixture_runs or {}), "t")
+        task = next(iter(run.fixture_runs or {}), TASK_ID)
         judged(judges.echo(req_id("0252.echo-verbatim"), events, run.fixture_runs or {}))
         judged(judges.scored_once(req_id("0252.miss-count-reported"), events))
         judged(judges.scored_miss_count(req_id("0252.fail-closed-miss"), events, task,
@@ -1060,7 +1065,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         carries a derived entry, by key or by content (§D: never on the wire). For a run
         the model did not predict (`modelled=False`: an example row's), the misses every
         channel must report are those the polled eval.scored reports."""
-        tasks = list(run.fixture_runs or {}) or ["t"]
+        tasks = list(run.fixture_runs or {}) or [TASK_ID]
         misses: int | None = run.expected_misses
         if not modelled:
             score = judges.scored(events, tasks[0])
@@ -1372,7 +1377,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         else:
             def body_of(v: Any) -> Any:
                 return {"suite-fixtures": eval_body(SUITE_FIXTURES_SUITE, {"canned": v}),
-                        "without-mode": {"workflowId": NOOP, "fixtureRuns": {"t": v}},
+                        "without-mode": {"workflowId": NOOP, "fixtureRuns": {TASK_ID: v}},
                         "empty-map": eval_body(TWO_TASKS_SUITE, {})}[kind]
         if kind in needs:  # a host that ran the refused suite anyway moved its counters
             self._may_move([caller, self.model.runs[source_id].tenant],
@@ -1513,6 +1518,29 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
 
     # -- other tenants on the owner's routes (owner-routes)
 
+    @precondition(lambda self: self.offer.recorded and len(self.keys) > 1
+                  and self.offer.surface.family("runList"))
+    @rule(run_id=st.one_of(evals, runs), caller=tenants, listing=LISTINGS)
+    def foreign_listing(self, run_id: str, caller: str, listing: str) -> None:
+        """owner-routes: another tenant lists runs, filtered by the run's own workflowId or
+        status or not at all: the listing answers, and never shows the owner's run (its id:
+        the caller's own runs may hold like content)."""
+        run = self.model.runs[run_id]
+        chosen = [m for m in _class_data().listings if m.name == listing]
+        if caller == run.tenant or run.deleted or not chosen:
+            return
+        self._settle(run_id)
+        owned = self._checked(run.tenant, self._session(run.tenant).get_run(run_id)).json
+        if not isinstance(owned, dict):
+            return
+        path = classes.listed(chosen[0], str(owned.get("workflowId", "")),
+                              str(owned.get("status", "")))
+        self._drew("owner-routes", listing)
+        r = self._checked(caller, self._session(caller).request("GET", path))
+        judged(judges.nothing_of_run(req_id("0252.tenant-isolation"), r, run_id, [],
+                                     f"{caller} lists runs ({listing}, {r.status}) beside "
+                                     f"{run.tenant}'s run {run_id}"))
+
     @precondition(lambda self: self.offer.recorded and len(self.keys) > 1)
     @rule(run_id=st.one_of(evals, runs), caller=tenants, route=ROUTES, spelling=SPELLINGS)
     def foreign_route(self, run_id: str, caller: str, route: str, spelling: str) -> None:
@@ -1532,7 +1560,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         path = classes.spelt(chosen, run_id, _op(data.spellings, spelling))
         self._drew("owner-routes", f"{route} ({spelling})")
         body = chosen.body if chosen.body is not None else NO_BODY
-        r = self._checked(caller, self._session(caller).request(chosen.method, path, json=body))
+        r = self._checked(caller, self._session(caller).request(
+            chosen.method, path, json=body, headers=dict(chosen.headers) or None))
         what = f"{caller} asks {run.tenant}'s run {run_id}: {route}, the id {spelling}"
         for finding in judges.refused_registered(req_id("0252.tenant-isolation"), r, what):
             judged(finding)
@@ -1545,7 +1574,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if control != run_id and control not in self.model.runs:
             asked = self._checked(caller, self._session(caller).request(
                 chosen.method, classes.spelt(chosen, control, _op(data.spellings, spelling)),
-                json=body))
+                json=body, headers=dict(chosen.headers) or None))
             judged(judges.uniform(req_id("0252.tenant-isolation"),
                                   [(f"{route} of {run.tenant}'s run", r),
                                    (f"{route} of an id of no run", asked)], exact=False))
