@@ -212,7 +212,8 @@ def test_a_refusal_is_not_asked_again_once_its_source_moved() -> None:
     machine = machine_for(lambda: SimHost(seed=0))
     state = machine()
     state.first_source(rich=0, trials=1)
-    acme = state.known_tenant(name="acme")
+    acme = "acme"
+    state.known_tenant(name=acme)
     waiting = state.record_waiting_run(script=[
         {"call": "conformance.eval:counter", "args": {"op": "read", "key": "k2"}},
         {"decide": "ok"}], tenant=acme)
