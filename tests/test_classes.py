@@ -79,6 +79,45 @@ def test_an_argument_variant_changes_what_exact_matching_compares() -> None:
     assert classes.vary(_op(data.arg_variants, "nulls-dropped"), {"op": "inc", "n": 5}) is None
 
 
+def test_the_id_after_its_last_slash_is_a_member_only_where_it_has_one() -> None:
+    op = _op(classes.load().from_id, "after-the-last-slash")
+    assert classes.derive(op, "acme/run-0123456789abcdef") == "run-0123456789abcdef"
+    assert classes.derive(op, UUID) is None  # no slash: the id as it is, so no member
+
+
+def test_unicode_variants_change_the_recorded_set_that_holds_such_text() -> None:
+    data = classes.load()
+    unicode_set = next(r for r in data.recorded_args if "caf\u00e9" in r.values())
+    nfkc = classes.vary(_op(data.arg_variants, "strings-nfkc-normalised"), unicode_set)
+    nfd = classes.vary(_op(data.arg_variants, "strings-nfd-decomposed"), unicode_set)
+    assert nfkc is not None and nfkc["tags"][0] == "file" and nfkc["tags"][1] == "A"
+    assert nfd is not None and nfd["label"] == "cafe\u0301"
+
+
+def test_a_task_named_twice_is_written_twice() -> None:
+    """Encoded, the object names its member twice (what a lenient parser reads either way);
+    as a dict it holds the last value, as Python's parser would."""
+    import json
+    twice = classes.NamedTwice([("record", "a"), ("record", "b")])
+    assert json.dumps({"fixtureRuns": twice}) == '{"fixtureRuns": {"record": "a", "record": "b"}}'
+    assert dict(twice) == {"record": "b"}
+    assert [m.roles for m in classes.load().named_twice][:2] == [("usable", "foreign"),
+                                                               ("foreign", "usable")]
+
+
+def test_a_listing_member_needs_a_runs_path(tmp_path: Path) -> None:
+    for name in ("specs", "invariants"):
+        shutil.copytree(paths.ROOT / name, tmp_path / name)
+    path = tmp_path / "specs" / "classes.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace(
+        '{name: listed, path: "/runs"}', '{name: listed, path: "/runs/{id}"}', 1),
+        encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "refsim", "check"], capture_output=True,
+                          text=True, timeout=120, check=False,
+                          env={**os.environ, "REFSIM_ROOT": str(tmp_path)})
+    assert done.returncode == 2 and "owner-routes.listings[0]" in done.stdout + done.stderr
+
+
 def test_a_member_that_names_no_operation_is_refused_in_one_line(tmp_path: Path) -> None:
     for name in ("specs", "invariants"):
         shutil.copytree(paths.ROOT / name, tmp_path / name)
@@ -151,6 +190,17 @@ def test_the_sweep_holds_on_the_reference_host() -> None:
     ("percent-path-skips-owner", "owner-routes"),
     ("localised-for-foreign", "request-headers"),
     ("first-ask-marked", "request-headers"),
+    # Found by a hostile tester who saw neither the zoo nor the checks (issue 39):
+    ("accepts-id-with-fragment", "source-values"),
+    ("named-twice-split-brain", "source-values"),
+    ("slug-folds-task-keys", "task-keys"),
+    ("matches-nfkc-folded", "exact-args"),
+    ("etag-before-owner", "owner-routes"),
+    ("poll-continuation-skips-owner", "owner-routes"),
+    ("bare-segment-any-tenant", "owner-routes"),
+    ("lists-foreign-runs-when-filtered", "owner-routes"),
+    ("workspace-blind-routes", "owner-routes"),
+    ("idempotency-shared-across-workspaces", "owner-routes"),
 ])
 def test_a_sweep_program_kills_the_host_of_its_class(host: str, program: str) -> None:
     faulty = mutant(host)

@@ -333,6 +333,26 @@ def test_outcomes_equal_fails_when_an_outcome_differs() -> None:
     assert "call 0: the replayed outcome differs" in found[1].message
 
 
+def test_named_twice_passes() -> None:
+    """Refused as an unusable source is, or taken and served the usable run's recording."""
+    assert ok_all(judges.named_twice(REQ, refusal(), eval_log(), [], AGENT, "twice"))
+    taken = judges.named_twice(REQ, resp(201, {"runId": "acme/run-x"}), eval_log(),
+                               eval_log({"record": SOURCE_ID}), AGENT, "twice")
+    assert ok_all(taken) and "taken (201)" in taken[0].message
+
+
+def test_named_twice_fails_when_the_other_runs_recording_is_served() -> None:
+    """A host that judged the usable value and served the other (another tenant's run,
+    recorded with another count): the outcomes differ from the usable run's."""
+    other = ({"op": "inc", "key": "recorded-fixtures"}, {"key": "recorded-fixtures", "count": 7})
+    found = judges.named_twice(REQ, resp(201, {"runId": "acme/run-x"}), eval_log(),
+                               eval_log(answers=[other, READ]), AGENT, "twice")
+    assert failed(found) and "twice: call 0: the replayed outcome differs" in " ".join(
+        f.message for f in found)
+    assert failed(judges.named_twice(REQ, resp(404, {"error": "not_found", "message": "x"}),
+                                     eval_log(), [], AGENT, "twice"))
+
+
 def test_outcomes_equal_fails_when_an_error_replaces_the_outcome() -> None:
     replay = eval_log()
     returned = next(e for e in replay if e["type"] == "agent.tool-returned")

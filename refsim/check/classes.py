@@ -91,6 +91,7 @@ class Classes:
     value_patterns: tuple[str, ...]
     from_id: tuple[Op, ...]
     from_two_ids: tuple[Op, ...]
+    named_twice: tuple[NamedTwiceMember, ...]
     run_states: tuple[RunState, ...]
     owners: tuple[str, ...]
     key_values: tuple[str, ...]
@@ -142,6 +143,40 @@ def _ops(items: Any, where: str, allowed: frozenset[str]) -> tuple[Op, ...]:
             raise ClassDataError(f"{FILE}: {where} member {name!r}: {exc}") from exc
         out.append(op)
     return tuple(out)
+
+
+# The values a `named-twice` member may name: the caller's usable run, another tenant's run,
+# and an id of no run shaped like the caller's.
+ROLES = ("usable", "foreign", "unknown")
+
+
+@attrs.frozen
+class NamedTwiceMember:
+    """fixtureRuns naming one task twice, with the values of these roles in this order."""
+
+    name: str
+    roles: tuple[str, str]
+
+
+def _named_twice(item: Any, where: str) -> NamedTwiceMember:
+    roles = _need(item, "values", where, list)
+    if len(roles) != 2 or not all(r in ROLES for r in roles) or "usable" not in roles:
+        raise ClassDataError(f"{FILE}: {where}.values names two of {', '.join(ROLES)}, "
+                             "the caller's usable run among them")
+    return NamedTwiceMember(_need(item, "name", where, str), (str(roles[0]), str(roles[1])))
+
+
+class NamedTwice(dict[str, Any]):
+    """A JSON object that names a member more than once when it is encoded: `json` writes a
+    dict subclass's `items()`, so the text carries every pair (RFC 8259 §4: names SHOULD be
+    unique; I-JSON, RFC 7493: MUST). As a dict it holds the last value of each name."""
+
+    def __init__(self, pairs: Sequence[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = tuple(pairs)
+
+    def items(self) -> Any:  # every pair, as the text is written
+        return list(self.pairs)
 
 
 def _listing(item: Any, where: str) -> Listing:
@@ -236,6 +271,8 @@ def load() -> Classes:
                                  "source-values.patterns"),
         from_id=_ops(_need(src, "from-id", "source-values", list), "source-values.from-id",
                      TEXT_OPS),
+        named_twice=tuple(_named_twice(m, f"source-values.named-twice[{i}]")
+                          for i, m in enumerate(src.get("named-twice") or [])),
         from_two_ids=_ops(src.get("from-two-ids", []), "source-values.from-two-ids",
                           TEXT_OPS),
         run_states=tuple(run_states),
@@ -406,7 +443,8 @@ def member_names(cls: str) -> list[str]:
     if cls == "source-values":
         return ([value_name(v) for v in data.values]
                 + [f"pattern {p}" for p in data.value_patterns]
-                + [op.name for op in (*data.from_id, *data.from_two_ids)])
+                + [op.name for op in (*data.from_id, *data.from_two_ids)]
+                + [m.name for m in data.named_twice])
     if cls == "run-states":
         return [f"{s.name} ({owner})" for s in data.run_states for owner in data.owners]
     if cls == "task-keys":

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
+import attrs
+
 from refsim import schemas
 from refsim.check.findings import Finding, check, fail, ok
 from refsim.check.observe import eval_suite_facet as eval_suite_facet
@@ -676,6 +678,20 @@ def outcomes_equal(req: str, source: Sequence[Mapping[str, Any]],
                          if same else f"call {index}: the replayed outcome differs from the "
                          "source's", seen))
     return out
+
+
+def named_twice(req: str, response: Response, source: Sequence[Mapping[str, Any]],
+                served: Sequence[Mapping[str, Any]], agent_id: str, what: str
+                ) -> list[Finding]:
+    """§C, a task named twice in fixtureRuns (the caller's usable run beside a value that is
+    not one): refused as any unusable source is (400 validation_error), or taken as one of
+    the two; then the replay served the usable run's recording (`source`'s outcomes), never
+    the other value's. `served` is the replay's events (none where it was refused)."""
+    if response.status != 201:
+        return refused(req, response, f"{what}, where not taken")
+    return [ok(req, f"{what}: taken (201), as the usable run it names"),
+            *(attrs.evolve(f, message=f"{what}: {f.message}")
+              for f in outcomes_equal(req, source, served, agent_id))]
 
 
 def outcomes_on_wire(events: Sequence[Mapping[str, Any]], agent_id: str) -> bool:

@@ -108,6 +108,12 @@ def minted(client: HostClient) -> dict[str, str]:
         return {}
 
 
+def remember_minted(client: HostClient, label: str, key: str) -> None:
+    """A key the checker minted on `client`'s host, redacted as `$OPENWOP_KEY_<LABEL>`."""
+    with contextlib.suppress(TypeError):  # a client that cannot be weakly referred to
+        _MINTED.setdefault(client, {})[label] = key
+
+
 def mint(client: HostClient, api_key: str, count: int, with_b: bool
          ) -> list[dict[str, str]] | str:
     """`count` lanes of fresh tenants (A, and B where `with_b`), minted through the seam
@@ -124,8 +130,7 @@ def mint(client: HostClient, api_key: str, count: int, with_b: bool
         for label in labels:
             name = f"refsim-lane-{run}-{index}-{label}"
             key = f"hk_lane_{run}_{index}_{label}"
-            with contextlib.suppress(TypeError):
-                _MINTED.setdefault(client, {})[f"lane_{index}_{label}"] = key
+            remember_minted(client, f"lane_{index}_{label}", key)
             r = session.add_tenant(name, key)
             if not 200 <= r.status < 300:  # as the machine takes the seam's answer
                 return (f"minting a lane's tenant through the seam tenants answered "

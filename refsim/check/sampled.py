@@ -38,6 +38,7 @@ from refsim.check.differential import alike, noise_of_host
 from refsim.check.findings import Disposition, Finding, Row, matches
 from refsim.check.ids import req_id
 from refsim.check.invariants import Probe
+from refsim.check.lanes import remember_minted
 from refsim.check.observe import (
     COUNTER_TOOL,
     KEYS,
@@ -193,6 +194,39 @@ def check_source_values(ctx: Context) -> list[Finding]:
             answers.append(r)
     if len(asks) > 1:
         out.append(alike(req, asks, answers, ctx.noise))
+    return out + _named_twice(ctx, req, data)
+
+
+def _outcomes(events: Sequence[Mapping[str, Any]]) -> list[Any]:
+    return [answer for _, answer in judges.recorded_calls(events, RECORDER)]
+
+
+def _named_twice(ctx: Context, req: str, data: classes.Classes) -> list[Finding]:
+    """Each `named-twice` member: the task named twice, with the caller's usable run and the
+    other value in the member's order (another tenant's run is one whose recording differs
+    from the caller's, so that serving it shows: tenant B records once more where its
+    first recorded the same outcomes)."""
+    a = ctx.a
+    own = a.events(ctx.own)
+    roles: dict[str, str | None] = {"usable": ctx.own, "unknown": classes.shifted(ctx.own),
+                                    "foreign": None}
+    if ctx.foreign is not None:
+        foreign: str | None = ctx.foreign
+        for _ in range(2):
+            if foreign is None or _outcomes(ctx.b.events(foreign)) != _outcomes(own):
+                break
+            foreign = _completed(ctx.b.eval(SOURCE))
+        roles["foreign"] = foreign
+    out: list[Finding] = []
+    asked = [m for m in data.named_twice if all(roles[r] is not None for r in m.roles)]
+    ctx.sizes["source-values"] += len(asked)
+    for m in asked:
+        what = f"fixtureRuns naming its task twice ({m.name})"
+        pairs = [("record", roles[r]) for r in m.roles]
+        r = a.create(eval_body(REPLAY, classes.NamedTwice(pairs)))
+        run_id = r.json.get("runId") if r.status == 201 and isinstance(r.json, dict) else None
+        served = a.events(str(run_id)) if isinstance(run_id, str) else []
+        out += judges.named_twice(req, r, own, served, RECORDER, what)
     return out
 
 
@@ -396,6 +430,76 @@ def _code(r: Response) -> str:
     return str(r.json.get("error")) if isinstance(r.json, dict) else ""
 
 
+def _ask_routes(req: str, asker: Session, who: str, rid: str, unknown: str,
+                routes: Sequence[classes.Route], data: classes.Classes,
+                content: Sequence[Any], listings: Sequence[str]) -> list[Finding]:
+    """`asker`, another owner than the run's, asks every route under every spelling of
+    `rid` (refused as for `unknown`, an id of no run, with nothing of the run), and every
+    listing (which never shows the run's id: the asker's own runs may hold like content)."""
+    out: list[Finding] = []
+    for route in routes:
+        body = route.body if route.body is not None else NO_BODY
+        for spelling in data.spellings:
+            what = f"{who} asks {route.method} {route.name} (the id {spelling.name})"
+            r = asker.request(route.method, classes.spelt(route, rid, spelling), json=body,
+                              headers=dict(route.headers) or None)
+            u = asker.request(route.method, classes.spelt(route, unknown, spelling),
+                              json=body, headers=dict(route.headers) or None)
+            out += judges.refused_registered(req, r, what)
+            out.append(judges.refused_as(req, r, f"{what}, as for an unknown id",
+                                         status=u.status, code=_code(u)))
+            out.append(judges.nothing_of_run(req, r, rid, content, what))
+    for path in listings:
+        r = asker.request("GET", path)
+        out.append(judges.nothing_of_run(req, r, rid, [], f"{who} asks the listing {path} "
+                                         f"({r.status})"))
+    return out
+
+
+def _other_workspace(ctx: Context, req: str, data: classes.Classes,
+                     routes: Sequence[classes.Route], listings: Sequence[classes.Listing]
+                     ) -> tuple[list[Finding], tuple[Session, str, Session]] | str:
+    """The owner triple, within one tenant: a fresh tenant minted through the seam tenants
+    records a usable source with its tenant-wide key; a key of the same tenant scoped to a
+    workspace names it. Where the host refuses that source to that key (it cannot read it),
+    the key asks every owner route and listing of the run as another tenant does, and gets
+    the same: a route that reads the run would read what its create refused. Where the host
+    takes it, this key reads its tenant's runs, and nothing is asked. Returns the findings
+    and (the tenant-wide session, its source, the scoped session), or why it was not asked
+    (one line)."""
+    a = ctx.a
+    if not _offers_seam(a, "tenants"):
+        return "another workspace: no seam tenants"
+    run = nonce()
+    name, whole, scoped = (f"refsim-ws-{run}", f"hk_ws_{run}_tenant", f"hk_ws_{run}_scoped")
+    remember_minted(a.client, "workspace_tenant", whole)
+    remember_minted(a.client, "workspace_scoped", scoped)
+    if not 200 <= a.add_tenant(name, whole).status < 300:
+        return "another workspace: the seam tenants did not mint a tenant"
+    t = Session(a.client, whole)
+    if not 200 <= t.add_tenant(name, scoped, workspace="refsim-ws").status < 300:
+        return "another workspace: the seam tenants mints no key scoped to a workspace"
+    w = Session(a.client, scoped)
+    source = _completed(t.eval(SOURCE))
+    if source is None:
+        return "another workspace: the tenant's source did not complete"
+    asked = w.create(_replay_body(source))
+    if asked.status == 201:
+        return ("another workspace: a key scoped to a workspace may use its tenant's "
+                "tenant-wide run here, so it reads it, and the routes are not asked of it")
+    what = "a key of another workspace names its tenant's run"
+    out = judges.refused(req, asked, what)
+    events = t.events(source)
+    content = [c for call in judges.recorded_calls(events, RECORDER) for c in call]
+    owned = t.get_run(source).json
+    workflow, status = ((str(owned.get("workflowId", "")), str(owned.get("status", "")))
+                        if isinstance(owned, dict) else ("", ""))
+    out += _ask_routes(req, w, "a key of another workspace", source, classes.shifted(source),
+                       routes, data, content,
+                       [classes.listed(m, workflow, status) for m in listings])
+    return out, (t, source, w)
+
+
 def check_owner_routes(ctx: Context) -> list[Finding]:
     cls, req, a, b = "owner-routes", requirement("owner-routes"), ctx.a, ctx.b
     if not ctx.has_b:
@@ -423,39 +527,38 @@ def check_owner_routes(ctx: Context) -> list[Finding]:
     events = a.events(rid)
     before = [(e.get("type"), e.get("payload")) for e in events]
     content = [c for call in judges.recorded_calls(events, RECORDER) for c in call]
-    out: list[Finding] = []
-    for route in routes:
-        body = route.body if route.body is not None else NO_BODY
-        for spelling in data.spellings:
-            what = f"tenant B asks {route.method} {route.name} (the id {spelling.name})"
-            r = b.request(route.method, classes.spelt(route, rid, spelling), json=body,
-                          headers=dict(route.headers) or None)
-            u = b.request(route.method, classes.spelt(route, unknown, spelling), json=body,
-                          headers=dict(route.headers) or None)
-            out += judges.refused_registered(req, r, what)
-            out.append(judges.refused_as(req, r, f"{what}, as for an unknown id",
-                                         status=u.status, code=_code(u)))
-            out.append(judges.nothing_of_run(req, r, rid, content, what))
     owned = a.get_run(rid).json
     workflow, status = ((str(owned.get("workflowId", "")), str(owned.get("status", "")))
                         if isinstance(owned, dict) else ("", ""))
-    for listing in listings:  # the run's id only: tenant B's own runs may hold like content
-        r = b.request("GET", classes.listed(listing, workflow, status))
-        out.append(judges.nothing_of_run(req, r, rid, [], f"tenant B asks the listing "
-                                         f"{listing.name} ({r.status})"))
+    out = _ask_routes(req, b, "tenant B", rid, unknown, routes, data, content,
+                      [classes.listed(m, workflow, status) for m in listings])
+    other = _other_workspace(ctx, req, data, routes, listings)
+    ws: tuple[Session, str, Session] | None = None
+    if isinstance(other, str):
+        ctx.notes[cls] = "; ".join(filter(None, (ctx.notes.get(cls), other)))
+    else:
+        found, ws = other
+        out += found
     for spec in data.idempotent:
+        who = str(spec.get("who"))
+        # The owner and its source: tenant A's; for another workspace, the minted tenant's
+        # (whose scoped key is the one that asks again).
+        owner, source, asker = ((a, ctx.own, b) if who == "another-tenant" else
+                                (a, ctx.own, a) if who != "another-workspace" else
+                                (ws[0], ws[1], ws[2]) if ws is not None else (a, "", None))
+        if asker is None:
+            continue  # no key of another workspace here (the note says why)
         key = {"Idempotency-Key": f"refsim-sampled-{nonce()}"}
-        made = a.request("POST", "/runs", _replay_body(ctx.own), key)
+        made = owner.request("POST", "/runs", _replay_body(source), key)
         name = spec.get("name", "?")
         out.append(judges.created(req, made, f"{name}: the owner's create"))
         first = made.json.get("runId") if isinstance(made.json, dict) else None
         if not isinstance(first, str):
             continue
         other = ctx.foreign or judges.control_value(ctx.own)
-        body = {"same": _replay_body(ctx.own), "other-source": _replay_body(other),
+        body = {"same": _replay_body(source), "other-source": _replay_body(other),
                 "without-fixture-runs": eval_body(REPLAY)}[spec.get("body", "same")]
-        s = b if spec.get("who") == "another-tenant" else a
-        r = s.request("POST", "/runs", body, key)
+        r = asker.request("POST", "/runs", body, key)
         what = f"{name}: asked again under the owner's Idempotency-Key"
         out.append(judges.code_registered(req, r))
         out.append(judges.nothing_of_run(req, r, first, [], what))

@@ -106,6 +106,13 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
                                     "header": "plain"}) for v in data.values]
     steps += [Step("refuse_spliced", {"first": own, "second": other, "at": at})
               for at in range(4)]
+    # Another tenant's source recorded once more, so that its recording differs from the
+    # caller's (a host that serves the other value of a task named twice then shows it).
+    steps.append(Step("record_eval_source", {"tenant": them, "lane": RECORDER,
+                                             "script": script, "rich": 1, "trials": 2},
+                      ("theirs",)))
+    steps += [Step("name_twice", {"source_id": own, "other": Var("theirs"),
+                                  "member": m.name}, ("twice",)) for m in data.named_twice]
     out.append(Program("source-values", tuple(steps)))
 
     steps = _start()
@@ -169,6 +176,9 @@ def sweep(tenants: Sequence[str]) -> tuple[Program, ...]:
     for target in ("replayed", "own"):
         steps += [Step("foreign_listing", {"run_id": Var(target), "caller": them,
                                            "listing": m.name}) for m in data.listings]
+    steps += [Step("workspace_route", {"run_id": own, "route": route.name,
+                                       "spelling": spelling.name})
+              for route in data.routes for spelling in data.spellings]
     for reuse in data.idempotent:
         for source, second in ((own, other), (other, own)):
             steps.append(Step("idempotent_create", {"source_id": source, "other": second,

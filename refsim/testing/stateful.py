@@ -154,6 +154,8 @@ RECORDED_ARGS = st.deferred(lambda: st.integers(0, len(_class_data().recorded_ar
 RUN_STATES = st.deferred(lambda: st.sampled_from([m.name for m in _class_data().run_states]))
 ROUTES = st.deferred(lambda: st.sampled_from([r.name for r in _class_data().routes]))
 SPELLINGS = st.deferred(lambda: st.sampled_from([op.name for op in _class_data().spellings]))
+NAMED_TWICE = st.deferred(lambda: st.sampled_from([m.name for m in _class_data().named_twice]
+                                                  or ["-"]))
 LISTINGS = st.deferred(lambda: st.sampled_from([m.name for m in _class_data().listings]
                                                or ["-"]))
 IDEMPOTENT = st.deferred(lambda: st.sampled_from(
@@ -440,6 +442,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         self.field_refusals: dict[tuple[str, str],
                                   dict[Any, tuple[str, Callable[[], Response], Response]]] = {}
         self.oracles: list[Finding] = []
+        # A key of each tenant scoped to a workspace (None: the host minted none).
+        self._workspaces: dict[str, str | None] = {}
         # The example rows under way (see `example_step`): each row's run and its next step.
         self._rows: dict[str, tuple[RowRun, int]] = {}
         if self.offer.recorded:  # learnt before any step: a replayed example asks what
@@ -903,7 +907,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
           header=HEADERS)
     def replay(self, caller: str, source_id: str, lane: str, variant: str, trials: int,
                header: str = "plain", script: list[Any] | None = None,
-               fixed: dict[str, str] | None = None) -> Any:
+               fixed: dict[str, str] | None = None,
+               twice: tuple[str, str] | None = None) -> Any:
         lane = self._lane(lane)
         source = self.model.runs[source_id]
         if script is None:
@@ -912,7 +917,10 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             script = drift(script)
         suite, task, script, trials, decision = self._suite(
             caller, script, source=False, trials=trials, drift=variant == "drift")
-        body = eval_body(suite, {task: source_id}, agent_id=lane)
+        # `twice`: the task named twice, `source_id` (usable) one of the two values.
+        named: dict[str, Any] = ({task: source_id} if twice is None
+                                 else classes.NamedTwice([(task, v) for v in twice]))
+        body = eval_body(suite, named, agent_id=lane)
         usable = self.model.usable(caller, source_id, lane)
         if caller != source.tenant:
             self._count("cross-tenant")
@@ -927,6 +935,11 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             r = self._create(caller, body, header)
         if header != "plain":
             self._drew("request-headers", header)
+        if twice is not None and r.status != 201:  # refused, as any unusable source may be
+            for finding in judges.refused(req_id("0252.source-refused"), r,
+                                          f"{caller} naming a task twice ({twice})"):
+                judged(finding)
+            return multiple()
         if usable is None:
             kind = self.model.unusable_kind(caller, source_id, lane)
             self._refused_unusable(caller, r, [source_id], kind,
@@ -980,6 +993,28 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         source = self.model.runs[source_id]
         return self.replay(source.tenant, source_id, source.agent or RECORDER, variant, trials,
                            header)
+
+    @precondition(lambda self: self.offer.recorded)
+    @rule(target=evals, source_id=runs, other=runs, member=NAMED_TWICE)
+    def name_twice(self, source_id: str, other: str, member: str) -> Any:
+        """source-values (named-twice): the owner names the task twice, its usable source
+        beside another tenant's run or an id of no run: refused, or taken as the usable
+        run, whose recording alone is served (the replay's outcomes are judged against
+        the model's, as every replay's are)."""
+        source = self.model.runs[source_id]
+        lane = source.agent or RECORDER
+        found = [m for m in _class_data().named_twice if m.name == member]
+        if not found:
+            return multiple()
+        chosen, theirs = found[0], self.model.runs[other]
+        roles = {"usable": source_id, "unknown": classes.shifted(source_id),
+                 "foreign": other if theirs.tenant != source.tenant else None}
+        values = [roles[r] for r in chosen.roles]
+        if self.model.usable(source.tenant, source_id, lane) is None or None in values:
+            return multiple()
+        self._drew("source-values", member)
+        return self.replay(source.tenant, source_id, lane, "same", 1,
+                           twice=(str(values[0]), str(values[1])))
 
     @precondition(lambda self: self.offer.recorded)
     @rule(target=evals, source_id=runs, caller=tenants, header=HEADERS)
@@ -1541,6 +1576,98 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
                                      f"{caller} lists runs ({listing}, {r.status}) beside "
                                      f"{run.tenant}'s run {run_id}"))
 
+    def _ask_route(self, label: str, session: Session, run: ModelRun, chosen: classes.Route,
+                   spelling: str, who: str) -> None:
+        """`session` (another owner than the run's) asks the route under the spelling:
+        refused with a registered code, nothing of the run in the answer, and the same
+        status and code as for an id of the same shape that names no run."""
+        data = _class_data()
+        run_id, route = run.id, chosen.name
+        path = classes.spelt(chosen, run_id, _op(data.spellings, spelling))
+        body = chosen.body if chosen.body is not None else NO_BODY
+        headers = dict(chosen.headers) or None
+        r = self._checked(label, session.request(chosen.method, path, json=body,
+                                                 headers=headers))
+        what = f"{who}: {route}, the id {spelling}"
+        for finding in judges.refused_registered(req_id("0252.tenant-isolation"), r, what):
+            judged(finding)
+        content = [v for c in run.calls for v in (c.args, c.outcome, c.error)
+                   if isinstance(v, dict | list) and v]
+        judged(judges.nothing_of_run(req_id("0252.tenant-isolation"), r, run_id, content, what))
+        # Another owner's run reads as no run on this route too: the same route asked for
+        # an id of the same shape that names no run gets the same status and code.
+        control = classes.shifted(run_id)
+        if control != run_id and control not in self.model.runs:
+            asked = self._checked(label, session.request(
+                chosen.method, classes.spelt(chosen, control, _op(data.spellings, spelling)),
+                json=body, headers=headers))
+            judged(judges.uniform(req_id("0252.tenant-isolation"),
+                                  [(f"{route} of {run.tenant}'s run", r),
+                                   (f"{route} of an id of no run", asked)], exact=False))
+
+    def _workspace_session(self, tenant: str) -> Session | None:
+        """A key of `tenant` scoped to a workspace, minted once through the seam tenants
+        (None where the host mints none): another owner triple of the same tenant."""
+        if tenant not in self._workspaces:
+            fresh = f"hk_ws_{tenant}_{self._fresh()}"
+            r = self._checked(tenant, self._session(tenant).add_tenant(
+                tenant, fresh, workspace="refsim-ws"))
+            self._workspaces[tenant] = fresh if 200 <= r.status < 300 else None
+        key = self._workspaces[tenant]
+        return None if key is None else Session(self.client, key)
+
+    def _refused_to_workspace(self, tenant: str, run_id: str, lane: str) -> Session | None:
+        """The session of a key of `tenant` scoped to a workspace, where the host refuses it
+        the tenant's usable run `run_id` as a source (it is another owner triple there);
+        None where the host mints no such key, or takes the run (it reads it)."""
+        if (lane != RECORDER or not self._seam(SEAM_TENANTS) or not self.offer.fixture(REPLAY)
+                or self.model.usable(tenant, run_id, RECORDER) is None):
+            return None
+        session = self._workspace_session(tenant)
+        if session is None:
+            return None
+        self._settle(run_id)
+        asked = self._checked(tenant, session.create(eval_body(REPLAY, {"record": run_id})))
+        return None if asked.status == 201 else session
+
+    def _reused_by_workspace(self, owner: str, source_id: str, lane: str, run_id: str,
+                             body: Any, key: dict[str, str]) -> None:
+        """A key of the owner's tenant scoped to another workspace, refused the owner's
+        source, sends the owner's body under the owner's Idempotency-Key: it is not
+        answered with the owner's run."""
+        session = self._refused_to_workspace(owner, source_id, lane)
+        if session is None:
+            return
+        again = self._checked(owner, session.request("POST", "/runs", json=body, headers=key))
+        judged(judges.nothing_of_run(req_id("0252.tenant-isolation"), again, run_id, [],
+                                     f"a key of {owner} scoped to another workspace, under "
+                                     "the owner's Idempotency-Key and body"))
+
+    @precondition(lambda self: self.offer.recorded and self._seam(SEAM_TENANTS)
+                  and self.offer.fixture(REPLAY))
+    @rule(run_id=runs, route=ROUTES, spelling=SPELLINGS)
+    def workspace_route(self, run_id: str, route: str, spelling: str) -> None:
+        """owner-routes, within one tenant: a key of the run's tenant scoped to a workspace
+        names the run (the owner's tenant-wide source) in an eval. Where the host refuses it
+        that source (it cannot read it: another owner triple), the key asks the route and is
+        answered as another tenant is; where the host takes it, it reads the run, and
+        nothing is asked (the run it made is one of the owner's tenant)."""
+        run = self.model.runs[run_id]
+        data = _class_data()
+        found = [r for r in data.routes if r.name == route]
+        if (run.deleted or not found
+                or (found[0].needs == "replay" and not self.offer.forks)
+                or (found[0].needs == "seam:erase" and not self._seam(SEAM_ERASE))):
+            return
+        session = self._refused_to_workspace(run.tenant, run_id, run.agent or RECORDER)
+        if session is None:
+            return  # no such key here, or it reads its tenant's run: no other owner
+        self._drew("owner-routes", f"{route} ({spelling}), another workspace")
+        self._ask_route(run.tenant, session, run, found[0], spelling,
+                        f"a key of {run.tenant} scoped to another workspace asks its run "
+                        f"{run_id}")
+        self._count("owner-route:workspace")
+
     @precondition(lambda self: self.offer.recorded and len(self.keys) > 1)
     @rule(run_id=st.one_of(evals, runs), caller=tenants, route=ROUTES, spelling=SPELLINGS)
     def foreign_route(self, run_id: str, caller: str, route: str, spelling: str) -> None:
@@ -1557,27 +1684,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         if chosen.needs == "seam:erase" and not self._seam(SEAM_ERASE):
             return
         self._settle(run_id)
-        path = classes.spelt(chosen, run_id, _op(data.spellings, spelling))
         self._drew("owner-routes", f"{route} ({spelling})")
-        body = chosen.body if chosen.body is not None else NO_BODY
-        r = self._checked(caller, self._session(caller).request(
-            chosen.method, path, json=body, headers=dict(chosen.headers) or None))
-        what = f"{caller} asks {run.tenant}'s run {run_id}: {route}, the id {spelling}"
-        for finding in judges.refused_registered(req_id("0252.tenant-isolation"), r, what):
-            judged(finding)
-        content = [v for c in run.calls for v in (c.args, c.outcome, c.error)
-                   if isinstance(v, dict | list) and v]
-        judged(judges.nothing_of_run(req_id("0252.tenant-isolation"), r, run_id, content, what))
-        # Another tenant's run reads as no run on this route too: the same route asked for
-        # an id of the same shape that names no run gets the same status and code.
-        control = classes.shifted(run_id)
-        if control != run_id and control not in self.model.runs:
-            asked = self._checked(caller, self._session(caller).request(
-                chosen.method, classes.spelt(chosen, control, _op(data.spellings, spelling)),
-                json=body, headers=dict(chosen.headers) or None))
-            judged(judges.uniform(req_id("0252.tenant-isolation"),
-                                  [(f"{route} of {run.tenant}'s run", r),
-                                   (f"{route} of an id of no run", asked)], exact=False))
+        self._ask_route(caller, self._session(caller), run, chosen, spelling,
+                        f"{caller} asks {run.tenant}'s run {run_id}")
         self._count("owner-route:" + route)
 
     @precondition(lambda self: self.offer.recorded)
@@ -1601,7 +1710,9 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         run_id = self.replay(owner, source_id, lane, "same", 1, fixed=key)
         if not isinstance(run_id, str):
             return multiple()
-        if spec["who"] == "another-tenant":
+        if spec["who"] == "another-workspace":
+            self._reused_by_workspace(owner, source_id, lane, run_id, body, key)
+        elif spec["who"] == "another-tenant":
             if caller == owner:
                 return run_id
             self._suite(caller, source.script or [{"decide": "ok"}], source=False)

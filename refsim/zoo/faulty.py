@@ -15,7 +15,7 @@ import weakref
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import attrs
 
@@ -33,7 +33,14 @@ from refsim.domain.core import (
     TaskPlanner,
 )
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
-from refsim.domain.ids import ProjectionError, RunId, parse_bound, project, unproject
+from refsim.domain.ids import (
+    OPAQUE_RE,
+    ProjectionError,
+    RunId,
+    parse_bound,
+    project,
+    unproject,
+)
 from refsim.domain.owners import Owner
 from refsim.domain.profile import HostProfile
 from refsim.domain.readings import DelegateDeriver, MergingPlanner, MergingRules
@@ -1457,6 +1464,22 @@ class _SharedRetryCache(dict[Any, Any]):
         return super().__contains__(self._key(key))
 
 
+class _TenantRetryCache(_SharedRetryCache):
+    """The router's Idempotency-Key cache keyed on the tenant and the key, not the owner
+    triple: a key of the tenant scoped to another workspace, sending the owner's key and
+    body, is answered with the owner's run."""
+
+    @staticmethod
+    def _key(key: Any) -> Any:
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], Owner):
+            return (key[0].tenant, key[1])
+        return key
+
+
+def _wire_tenant_cache(host: SimHost) -> None:
+    host.router._idempotency = _TenantRetryCache()
+
+
 def _wire_shared_cache(host: SimHost) -> None:
     host.router._idempotency = _SharedRetryCache()
 
@@ -1464,6 +1487,211 @@ def _wire_shared_cache(host: SimHost) -> None:
 
 def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
     return lambda: Components(**{name: make() for name, make in parts.items()})
+
+
+# ---------------------------------------------------------------------- found by a hostile tester
+# Faults of the classes issue 39 names, put behind the reference host by a tester who saw
+# no zoo and no check: each slipped past check and the machine until its class grew.
+
+def _as_key(host: SimHost, key: str, method: str, target: str, headers: dict[str, str],
+            body: bytes | None) -> Response:
+    """The same request, under another key of the host's (how a faulty route skips the
+    caller's owner: it answers as the run's owner would)."""
+    kept = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    return host.router.handle(method, target, {**kept, "Authorization": f"Bearer {key}"}, body)
+
+
+def _owner_key(host: SimHost, run: RunRecord) -> str | None:
+    return next((k for k, t in host.core.tenants.items() if t.name == run.owner.tenant
+                 and t.workspace in (None, run.owner.workspace)), None)
+
+
+def _run_in_path(host: SimHost, path: str) -> RunRecord | None:
+    if not path.startswith("/runs/"):
+        return None
+    segment = path.removeprefix("/runs/").split("/", 1)[0].split(":", 1)[0]
+    try:
+        rid = parse_bound(unproject(segment))
+    except ProjectionError:
+        return None
+    return host.core.runs.get(rid) if rid is not None else None
+
+
+def _as_its_owner(when: Callable[[str, str, dict[str, str]], bool], *,
+                  same_tenant: bool = False) -> Edge:
+    """A refusal of a run's route, answered as the run's owner is where `when(method,
+    target, headers)` holds: the one route that forgot to check the owner (`same_tenant`:
+    that forgot the workspace, for a caller of the run's tenant scoped to one)."""
+    def edge(host: SimHost, method: str, target: str, headers: dict[str, str],
+             body: bytes | None, response: Response) -> Response:
+        if response.status not in (403, 404) or not when(method, target, headers):
+            return response
+        run = _run_in_path(host, urlsplit(target).path)
+        if same_tenant and run is not None:
+            auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+            caller = host.core.tenants.get(auth.removeprefix("Bearer ").strip())
+            if (caller is None or caller.workspace is None
+                    or caller.name != run.owner.tenant):
+                return response
+        key = _owner_key(host, run) if run is not None else None
+        return response if key is None else _as_key(host, key, method, target, headers,
+                                                        body)
+    return edge
+
+
+def _polled_after(method: str, target: str, headers: dict[str, str]) -> bool:
+    parts = urlsplit(target)
+    after = parse_qs(parts.query).get("afterSequence", ["-1"])[0]
+    return method == "GET" and parts.path.endswith("/events/poll") and after.isdigit()
+
+
+def _etag_before_owner(host: SimHost, method: str, target: str, headers: dict[str, str],
+                       body: bytes | None, response: Response) -> Response:
+    """If-None-Match weighed before the owner: another tenant's run that exists is 304."""
+    conditional = any(k.lower() == "if-none-match" for k in headers)
+    run = _run_in_path(host, urlsplit(target).path) if conditional else None
+    key = _owner_key(host, run) if run is not None else None
+    if method != "GET" or response.status not in (403, 404) or key is None:
+        return response
+    owner = _as_key(host, key, method, target, headers, body)
+    return owner if owner.status == 304 else response
+
+
+def _bare_segment_any_tenant(host: SimHost, method: str, target: str,
+                             headers: dict[str, str], body: bytes | None,
+                             response: Response) -> Response:
+    """A bare opaque path segment that names none of the caller's runs is looked up in
+    every tenant, and the run found is answered as its owner would be."""
+    path = urlsplit(target).path
+    segment = path.removeprefix("/runs/").split("/", 1)[0].split(":", 1)[0]
+    if (response.status not in (403, 404) or not path.startswith("/runs/")
+            or not OPAQUE_RE.fullmatch(segment)):
+        return response
+    run = next((r for rid, r in host.core.runs.items() if rid.opaque == segment), None)
+    key = _owner_key(host, run) if run is not None else None
+    if run is None or key is None:
+        return response
+    return _as_key(host, key, method, target.replace(segment, run.run_id.projected, 1),
+                   headers, body)
+
+
+def _lists_every_tenant_when_filtered(host: SimHost, method: str, target: str,
+                                      headers: dict[str, str], body: bytes | None,
+                                      response: Response) -> Response:
+    """GET /runs?workflowId=...: the filtered listing forgets the owner and shows every
+    tenant's matching runs (the unfiltered one is right)."""
+    parts = urlsplit(target)
+    if (method != "GET" or parts.path != "/runs" or response.status != 200
+            or "workflowId" not in parse_qs(parts.query) or not isinstance(response.json,
+                                                                            dict)):
+        return response
+    runs = list(response.json.get("runs", []))
+    seen = {r.get("runId") for r in runs}
+    for key in list(host.core.tenants):
+        other = host.router.handle(method, target, {"Authorization": f"Bearer {key}"}, None)
+        if other.status == 200 and isinstance(other.json, dict):
+            runs += [r for r in other.json.get("runs", []) if r.get("runId") not in seen]
+            seen |= {r.get("runId") for r in other.json.get("runs", [])}
+    return Response(200, dict(response.headers), {**response.json, "runs": runs})
+
+
+def _before_fragment(value: Any) -> Any:
+    """`<id>#x` or `<id>?x` read as a URI reference: the id before its fragment or query."""
+    if isinstance(value, str) and ("#" in value or "?" in value):
+        return value.split("#", 1)[0].split("?", 1)[0]
+    return None
+
+
+class _SlugKeys(RequestRules):
+    """Task keys matched as slugs: `both_tasks`, `both.tasks` and `both tasks` name
+    `both-tasks` (and the named task then runs on the source's fixtures)."""
+
+    @staticmethod
+    def _slug(key: str) -> str:
+        return key.replace("_", "-").replace(".", "-").replace(" ", "-")
+
+    def keys(self, suite: Suite, fixture_runs: dict[str, Any]) -> Refusal | None:
+        ids = {self._slug(t.task_id): t.task_id for t in suite.tasks}
+        return super().keys(suite, {ids.get(self._slug(k), k): v
+                                    for k, v in fixture_runs.items()})
+
+
+class _SplitBrainSources(SourcePolicy):
+    """Judges the first value of a task named twice and serves the last (the values a
+    lenient parser in front of it, `_NamedTwiceParser`, kept apart)."""
+
+    def __init__(self) -> None:
+        self.swap: dict[str, str] = {}
+
+    def assess(self, core: HostView, caller: Owner, value: Any, agent_id: str
+               ) -> RunRecord | str:
+        found = super().assess(core, caller, value, agent_id)
+        other = self.swap.get(value) if isinstance(value, str) else None
+        rid = parse_bound(other) if other is not None else None
+        run = core.runs.get(rid) if rid is not None else None
+        if (isinstance(found, RunRecord) and run is not None and run.terminal
+                and agent_id in run.invoked_agents):
+            return run
+        return found
+
+
+class _NamedTwiceParser:
+    """A lenient parser in front of the host: a fixtureRuns key named twice is kept once,
+    its first value (what the host judges), and its last remembered (what it serves)."""
+
+    def before(self, host: SimHost, method: str, target: str, headers: dict[str, str],
+               body: bytes | None) -> bytes | None:
+        sources = host.core.components.sources
+        if not isinstance(sources, _SplitBrainSources):
+            return body
+        sources.swap.clear()
+        if method != "POST" or urlsplit(target).path != "/runs" or not body:
+            return body
+        twice: dict[str, list[Any]] = {}
+
+        def keep_first(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for k, v in pairs:
+                if k in out:
+                    twice.setdefault(k, [out[k]]).append(v)
+                else:
+                    out[k] = v
+            return out
+        try:
+            doc = json.loads(body, object_pairs_hook=keep_first)
+        except ValueError:
+            return body
+        if not twice or not isinstance(doc, dict):
+            return body
+        for values in twice.values():
+            if isinstance(values[0], str) and isinstance(values[-1], str):
+                sources.swap[values[0]] = values[-1]
+        return json.dumps(doc).encode()
+
+    def __call__(self, host: SimHost, method: str, target: str, headers: dict[str, str],
+                 body: bytes | None, response: Response) -> Response:
+        return response
+
+
+def _nfkc(value: Any) -> Any:
+    return unicodedata.normalize("NFKC", value) if isinstance(value, str) else value
+
+
+class _ThirdMissLive(MissPolicy):
+    """A fallback after repeated misses: from a tenant's third fail-closed miss on, the miss
+    is still counted (fixtureMissCount right, the task fails) but the live tool runs too."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def on_miss(self, core: HostCore, tenant: str, tool: str, args: Any,
+                on_miss: str) -> tuple[ToolResult, bool]:
+        result, missed = super().on_miss(core, tenant, tool, args, on_miss)
+        if missed:
+            self.seen[tenant] = self.seen.get(tenant, 0) + 1
+            if self.seen[tenant] >= 3:
+                core.gateway.call(tenant, tool, args)
+        return result, missed
 
 
 # ----------------------------------------------------------------------------- the zoo
@@ -1746,6 +1974,38 @@ ZOO: tuple[Mutant, ...] = (
     Mutant("idempotency-shared-across-owners", "Security/§C: another tenant's run reads as no "
            "run (here another tenant sending the owner's Idempotency-Key and body gets the "
            "owner's run)", wire=_wire_shared_cache),
+    Mutant("poll-continuation-skips-owner", "Security: another tenant's run reads as no run on "
+           "every route (here a poll from afterSequence 0 on is answered as to the owner)",
+           edge=_as_its_owner(lambda m, t, h: _polled_after(m, t, h))),
+    Mutant("etag-before-owner", "Security/§C: another tenant's run reads as no run (here "
+           "If-None-Match: * is weighed first, and gets 304 for a run that exists)",
+           edge=_etag_before_owner),
+    Mutant("bare-segment-any-tenant", "Security/§C: another tenant's run reads as no run "
+           "(here a bare opaque path segment finds a run in any tenant)",
+           edge=_bare_segment_any_tenant),
+    Mutant("lists-foreign-runs-when-filtered", "Security/§C: another tenant's run reads as no "
+           "run (here GET /runs?workflowId= lists every tenant's matching runs)",
+           edge=_lists_every_tenant_when_filtered),
+    Mutant("accepts-id-with-fragment", "§C: an id that names no run is unknown (here `<id>#x` "
+           "and `<id>?x` are taken as <id>)",
+           _swap(sources=lambda: _UnwrapsSource(_before_fragment))),
+    Mutant("slug-folds-task-keys", "§B: a key that is not a taskId is refused (here `_`, `.` "
+           "and a space are folded to `-` first)", _swap(rules=_SlugKeys)),
+    Mutant("matches-nfkc-folded", "§D/UQ2: argsMatch exact (here strings are NFKC-normalised "
+           "before they are compared)", _loose_matcher(_nfkc)),
+    Mutant("workspace-blind-routes", "§C/Security: the owner triple reads a run (here a key "
+           "scoped to a workspace, refused its tenant's run as a source, reads it on every "
+           "route: the routes compare tenants only)",
+           edge=_as_its_owner(lambda m, t, h: True, same_tenant=True)),
+    Mutant("idempotency-shared-across-workspaces", "§C/Security: a retry is the caller's own "
+           "(here the Idempotency-Key cache is keyed by tenant, not the owner triple: a key of "
+           "another workspace gets the owner's run)", wire=_wire_tenant_cache),
+    Mutant("named-twice-split-brain", "§C: a source the caller cannot use is refused (here "
+           "a task named twice in fixtureRuns: the first value is judged, the last served)",
+           _swap(sources=_SplitBrainSources), edge=_NamedTwiceParser()),
+    Mutant("third-miss-live", "§D/Security: a miss reaches no live tool (here from a tenant's "
+           "third miss on it is counted and the live tool runs too)",
+           _swap(misses=_ThirdMissLive)),
 )
 
 
