@@ -537,3 +537,18 @@ def test_a_rules_rfc_verdict_is_the_rfc_tables() -> None:
         if verdicts and rule.rfc_verdict not in verdicts:
             wrong.append((rule.id, rule.rfc_verdict, sorted(verdicts)))
     assert wrong == []
+
+
+def test_diff_sends_b_a_member_named_twice_as_a_was_sent_it() -> None:
+    """The pair client maps A's ids onto B's through the JSON text: an object that names a
+    member twice (source-values named-twice) reaches B so, not folded to its last value
+    (which made every representation-only correct host differ from the reference)."""
+    import json
+
+    from refsim.check.classes import NamedTwice
+    from refsim.testing.diff import _map_json
+    body = {"fixtureRuns": NamedTwice([("record", "acme/run-a"), ("record", "acme/run-b")])}
+    mapped = _map_json(body, {"acme/run-a": "acme/run-x"})
+    assert json.dumps(mapped) == ('{"fixtureRuns": {"record": "acme/run-x", '
+                                  '"record": "acme/run-b"}}')
+    assert _map_json({"a": 1}, {"x": "y"}) == {"a": 1}

@@ -231,6 +231,10 @@ class ActionKind:
              args: dict[str, Any]) -> Response:
         raise NotImplementedError(self.name)
 
+    def judge_setup(self, req: str, response: Response, what: str) -> Finding:
+        """Whether the setup step answered as the row needs (to go on)."""
+        return judges.succeeded(req, response, self.success, what)
+
 
 class RegisterSuite(ActionKind):
     name = "register_suite"
@@ -347,6 +351,27 @@ class AddTenant(ActionKind):
                                       args.get("workspace"))
 
 
+class Unreadable(ActionKind):
+    name = "unreadable"
+    doc = ("GET /runs/{RUN} as `key`: the row stands on a run that key cannot read. Which "
+           "runs an owner triple can read is the host's (RFC 0252 §C does not say), so where "
+           "the key reads it (2xx) the row is inapplicable, with that reason")
+    required = frozenset({"run"})
+    shorthand = "run"
+
+    def send(self, run: RowRun, session: Session, tenant: str,
+             args: dict[str, Any]) -> Response:
+        return session.get_run(args["run"])
+
+    def judge_setup(self, req: str, response: Response, what: str) -> Finding:
+        if 200 <= response.status < 300:
+            raise Unobservable(f"{what}: this key reads the run (answered "
+                               f"{response.status}): the host's owner policy lets it, and "
+                               "the row asks for one that does not", Disposition.INAPPLICABLE)
+        return judges.done(req, response.status >= 400,
+                           f"{what}: the key cannot read the run (answered {response.status})")
+
+
 class HttpRequest(ActionKind):
     name = "http"
     doc = ("any request: `method` (POST by default) to `path` with `body`; `$NAME` in the "
@@ -367,7 +392,7 @@ class HttpRequest(ActionKind):
 
 ACTIONS: Mapping[str, ActionKind] = {kind.name: kind() for kind in (
     RegisterSuite, CreateEval, CreateWorkflow, ForkRun, CancelRun, EraseRun, ResolveRun,
-    AddTenant, HttpRequest)}
+    AddTenant, Unreadable, HttpRequest)}
 # Each key of a file, a row and a request, with what it means (REFERENCE.md shows these).
 TOP_KEYS: Mapping[str, str] = {
     "examples": "the rows (required, a list)",
@@ -996,7 +1021,7 @@ class RowRun:
                 response = self.perform(action)
             except _Unbound as exc:
                 return [judges.could_not_go_on(self.req, what, str(exc))], False
-            done = judges.succeeded(self.req, response, ACTIONS[action.kind].success, what)
+            done = ACTIONS[action.kind].judge_setup(self.req, response, what)
             if done.ok:
                 self.capture(action, response)
             return [done], done.ok

@@ -197,6 +197,14 @@ def refused_as(req: str, response: Response, what: str, *, status: int = 400,
                  f"{what}: expected {status} {code}, got {answered}", _obs(response))
 
 
+def undecodable(response: Response) -> bool:
+    """Whether a path id was refused as malformed (400 validation_error) rather than as
+    naming no run: a made-up id (a control) can be malformed where the host's ids carry a
+    check the checker cannot make."""
+    body = response.json if isinstance(response.json, dict) else {}
+    return response.status == 400 and body.get("error") == "validation_error"
+
+
 def answered(req: str, response: Response, status: int, what: str) -> Finding:
     """The status asked for, whatever the body."""
     return check(req, response.status == status,

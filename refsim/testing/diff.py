@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
+from refsim.check import classes
 from refsim.check.assume import Assumable, Reading, assumables, build, parse
 from refsim.check.judges import NOT_THE_ANSWERS
 from refsim.check.observe import SEAM_ERASE, eval_body
@@ -87,7 +88,15 @@ def _map_json(value: Any, mapping: dict[str, str]) -> Any:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         return value  # not JSON: the host refuses it alike on both sides
-    return json.loads(_replace_ids(text, mapping))
+    return json.loads(_replace_ids(text, mapping), object_pairs_hook=_as_written)
+
+
+def _as_written(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object as its text names its members: one that names a member twice stays so
+    (B is sent what A was, a task named twice included)."""
+    if len({k for k, _ in pairs}) != len(pairs):
+        return classes.NamedTwice(pairs)
+    return dict(pairs)
 
 
 class _Minted:

@@ -1601,6 +1601,8 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
             asked = self._checked(label, session.request(
                 chosen.method, classes.spelt(chosen, control, _op(data.spellings, spelling)),
                 json=body, headers=headers))
+            if judges.undecodable(asked) and not judges.undecodable(r):
+                return  # the host reads the made-up id as no id at all (a checksum, say)
             judged(judges.uniform(req_id("0252.tenant-isolation"),
                                   [(f"{route} of {run.tenant}'s run", r),
                                    (f"{route} of an id of no run", asked)], exact=False))

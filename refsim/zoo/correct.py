@@ -26,12 +26,13 @@ import attrs
 from refsim.check.assume import Reading
 from refsim.domain.core import HostCore
 from refsim.domain.ids import IdMinter, RunId, parse_bound, unproject
-from refsim.domain.owners import DEFAULT_TENANTS
+from refsim.domain.owners import DEFAULT_TENANTS, Owner
 from refsim.domain.profile import HostProfile, profile_named
-from refsim.domain.refusals import UNUSABLE_SOURCE_MESSAGE
+from refsim.domain.refusals import UNUSABLE_SOURCE_MESSAGE, validation
 from refsim.host import Edge, SimHost
 from refsim.wire.response import Response
 from refsim.wire.router import Router
+from refsim.wire.routes import Refused
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -662,6 +663,93 @@ def _closing(app: Asgi) -> Asgi:
     return wrapped
 
 
+@attrs.frozen
+class _TenantWideReader(Owner):
+    """An owner triple whose workspace key reads its workspace's runs and its tenant's
+    tenant-wide ones too (a run made by a key scoped to no workspace)."""
+
+    def can_read(self, other: Owner) -> bool:
+        return self.tenant == other.tenant and (
+            self.workspace is None or other.workspace in (None, self.workspace))
+
+
+class _TenantWideCore(HostCore):
+    def caller(self, api_key: str) -> Owner | None:
+        found = super().caller(api_key)
+        return None if found is None else _TenantWideReader(found.tenant, found.subject,
+                                                            found.workspace)
+
+
+_CHECK = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _check_char(text: str) -> str:
+    return _CHECK[sum((i + 1) * ord(c) for i, c in enumerate(text)) % len(_CHECK)]
+
+
+@attrs.define
+class _CheckedMinter(IdMinter):
+    """Opaque segments end with a public check character (a checksum of the rest)."""
+
+    def run_id(self, tenant: str) -> RunId:
+        body = self.opaque(19)
+        return RunId(tenant, body + _check_char(f"{tenant}/{body}"))
+
+
+class _ChecksumRouter(Router):
+    """A path id of the caller's tenant whose check character is wrong is no id this host
+    mints: it does not decode, 400 validation_error (the tenant part is judged first, so
+    another tenant's id gets what any other tenant's does). The check is public: that an id
+    decodes tells nothing of which runs exist."""
+
+    def _parse_run_segment(self, caller: Owner, segment: str) -> RunId:  # type: ignore[override]
+        rid = Router._parse_run_segment(caller, segment)
+        if rid.tenant != caller.tenant or rid in self.core.runs:
+            return rid
+        if len(rid.opaque) < 2 or _check_char(f"{rid.tenant}/{rid.opaque[:-1]}") != (
+                rid.opaque[-1]):
+            raise Refused(validation("the run id does not decode"))
+        return rid
+
+
+def _checksummed(seed: int, profile: HostProfile) -> SimHost:
+    host = SimHost(seed=seed, profile=profile)
+    host.core.minter = _CheckedMinter(seed)
+    host.router = _ChecksumRouter(host.core)
+    return host
+
+
+class _ReadsTheLastOfTwice:
+    """A JSON parser that reads an object naming a member twice as its last value (as most
+    parsers do, RFC 8259 §4), at every depth: the host judges and serves that one value."""
+
+    def before(self, host: SimHost, method: str, target: str, headers: dict[str, str],
+               body: bytes | None) -> bytes | None:
+        twice = False
+
+        def last(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            nonlocal twice
+            twice = twice or len({k for k, _ in pairs}) != len(pairs)
+            return dict(pairs)
+        try:
+            doc = json.loads(body or b"", object_pairs_hook=last)
+        except ValueError:
+            return body
+        return json.dumps(doc, ensure_ascii=False).encode("utf-8") if twice else body
+
+    def __call__(self, host: SimHost, method: str, target: str, headers: dict[str, str],
+                 body: bytes | None, response: Response) -> Response:
+        return response
+
+
+def _workspace_reads_tenant_wide(seed: int, profile: HostProfile) -> SimHost:
+    host = SimHost(seed=seed, profile=profile)
+    host.core = _TenantWideCore(seed=seed, profile=profile, components=host.core.components,
+                                builtin_suites=host.core.builtin_suites)
+    host.router = Router(host.core)
+    return host
+
+
 # ----------------------------------------------------------------------------- the zoo
 
 PASS_ZOO: tuple[Variant, ...] = (
@@ -827,6 +915,23 @@ PASS_ZOO: tuple[Variant, ...] = (
     Variant("connection-close",
             "RFC 9112 §9.6: a server may close the connection after any answer "
             "(Connection: close)", _plain, asgi=_closing),
+    Variant("workspace-reads-tenant-wide",
+            "RFC 0252 §C: a usable source is one 'the caller's owner triple can read', and "
+            "which runs a triple reads is the host's: here a workspace key reads its "
+            "tenant's tenant-wide runs too, on every route and as a source alike",
+            _workspace_reads_tenant_wide, diff="workspace keys read tenant-wide runs"),
+    Variant("checksummed-ids",
+            "ids.schema.json: an opaque segment is any ^[A-Za-z0-9._~-]{16,128}$ the host "
+            "mints (here ending in a public check character); RFC 0252 §C names 'an id that "
+            "does not decode': a path id of the caller's tenant that fails the check is 400 "
+            "validation_error", _checksummed, diff="undecodable path ids 400"),
+    Variant("named-twice-reads-the-last",
+            "RFC 8259 §4: member names SHOULD be unique, and many parsers report the last "
+            "pair only: a task named twice in fixtureRuns is read as its last value, which "
+            "is judged and served alike",
+            lambda seed, profile: SimHost(seed=seed, profile=profile,
+                                          edge=_ReadsTheLastOfTwice()),
+            diff="a member named twice is read as its last value"),
 )
 
 
