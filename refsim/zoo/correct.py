@@ -468,12 +468,18 @@ class _ChattyCore(HostCore):
         return event
 
 
-def _extra_events(seed: int, profile: HostProfile) -> SimHost:
-    host = SimHost(seed=seed, profile=profile)
-    host.core = _ChattyCore(seed=seed, profile=profile, components=host.core.components,
-                            builtin_suites=host.core.builtin_suites)
-    host.router = Router(host.core)
-    return host
+def _with_core(core: type[HostCore]) -> Callable[[int, HostProfile], SimHost]:
+    """The reference host on another core (a subclass that differs in one allowed way)."""
+    def build(seed: int, profile: HostProfile) -> SimHost:
+        host = SimHost(seed=seed, profile=profile)
+        host.core = core(seed=seed, profile=profile, components=host.core.components,
+                         builtin_suites=host.core.builtin_suites)
+        host.router = Router(host.core)
+        return host
+    return build
+
+
+_extra_events = _with_core(_ChattyCore)
 
 
 # ----------------------------------------------------------------------------- time
@@ -742,12 +748,6 @@ class _ReadsTheLastOfTwice:
         return response
 
 
-def _workspace_reads_tenant_wide(seed: int, profile: HostProfile) -> SimHost:
-    host = SimHost(seed=seed, profile=profile)
-    host.core = _TenantWideCore(seed=seed, profile=profile, components=host.core.components,
-                                builtin_suites=host.core.builtin_suites)
-    host.router = Router(host.core)
-    return host
 
 
 # ----------------------------------------------------------------------------- the zoo
@@ -919,7 +919,7 @@ PASS_ZOO: tuple[Variant, ...] = (
             "RFC 0252 §C: a usable source is one 'the caller's owner triple can read', and "
             "which runs a triple reads is the host's: here a workspace key reads its "
             "tenant's tenant-wide runs too, on every route and as a source alike",
-            _workspace_reads_tenant_wide, diff="workspace keys read tenant-wide runs"),
+            _with_core(_TenantWideCore), diff="workspace keys read tenant-wide runs"),
     Variant("checksummed-ids",
             "ids.schema.json: an opaque segment is any ^[A-Za-z0-9._~-]{16,128}$ the host "
             "mints (here ending in a public check character); RFC 0252 §C names 'an id that "
