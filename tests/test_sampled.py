@@ -118,11 +118,13 @@ class _Counting:
 
 
 def test_the_part_stays_cheap() -> None:
-    """Few requests: the whole part costs check ~40 ms in process."""
+    """Few requests: the whole part costs check ~50 ms in process. (374 since the classes
+    grew by a task named twice, listings, another workspace's key and every argument
+    variant: each member is one or two requests, so the bound follows the data.)"""
     client = _Counting(SimHost(seed=0))
     rows = run_sampled(lambda: client)  # type: ignore[arg-type, return-value]
     assert all(r.passed for r in rows)
-    assert client.count < 320, client.count
+    assert client.count < 400, client.count
 
 
 def test_over_http_every_row_passes_on_the_reference_and_fails_on_a_faulty_host() -> None:
