@@ -603,10 +603,13 @@ def spelt(route: Route, run_id: str, spelling: Op) -> str:
 
 __all__ = [
     "CLASS_NAMES",
+    "ROLES",
     "ClassDataError",
     "Classes",
     "Listing",
     "Member",
+    "NamedTwice",
+    "NamedTwiceMember",
     "Op",
     "Route",
     "RunState",
