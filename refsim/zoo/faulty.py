@@ -747,6 +747,38 @@ def _content_free_lane(run: RunRecord) -> bool:
 # ----------------------------------------------------------------------------- other tenants
 
 
+def _as_key(host: SimHost, key: str, method: str, target: str, headers: dict[str, str],
+            body: bytes | None) -> Response:
+    """The same request, under another key of the host's (how a faulty route skips the
+    caller's owner: it answers as the run's owner would)."""
+    kept = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    return host.router.handle(method, target, {**kept, "Authorization": f"Bearer {key}"}, body)
+
+
+def _owner_key(host: SimHost, run: RunRecord) -> str | None:
+    """A key whose triple reads the run: its tenant's, tenant-wide or of its workspace."""
+    return next((k for k, t in host.core.tenants.items() if t.name == run.owner.tenant
+                 and t.workspace in (None, run.owner.workspace)), None)
+
+
+def _segment_in_path(path: str) -> str | None:
+    """The run id segment of a run's route (`/runs/{id}...`, a seam's included)."""
+    if "/runs/" not in path:
+        return None
+    return path.split("/runs/", 1)[1].split("/", 1)[0].split(":", 1)[0]
+
+
+def _run_in_path(host: SimHost, path: str) -> RunRecord | None:
+    segment = _segment_in_path(path)
+    if segment is None:
+        return None
+    try:
+        rid = parse_bound(unproject(segment))
+    except ProjectionError:
+        return None
+    return host.core.runs.get(rid) if rid is not None else None
+
+
 def _as_owner(*kinds: str) -> Edge:
     """Another tenant's request about an eval run (the kinds named: fork, summary, poll,
     stream, erase, snapshot, cancel) is answered as if its owner had asked."""
@@ -761,23 +793,10 @@ def _as_owner(*kinds: str) -> Edge:
                 else "poll" if path.endswith("/events/poll") else "stream"
                 if path.endswith("/events") else "snapshot" if path.count("/") == 2
                 else None)
-        if kind not in kinds:
-            return response
-        segment = path.split("/runs/", 1)[1].split("/", 1)[0].split(":", 1)[0]
-        try:
-            rid = parse_bound(unproject(segment))
-        except ProjectionError:
-            return response
-        run = host.core.runs.get(rid) if rid is not None else None
-        if run is None or run.eval is None:
-            return response
-        key = next((k for k, t in host.core.tenants.items() if t.name == run.owner.tenant),
-                   None)
-        if key is None:
-            return response
-        others = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-        return host.router.handle(method, target, {**others, "Authorization": f"Bearer {key}"},
-                                  body)
+        run = _run_in_path(host, path) if kind in kinds else None
+        key = _owner_key(host, run) if run is not None and run.eval is not None else None
+        return response if key is None else _as_key(host, key, method, target, headers,
+                                                        body)
     return edge
 
 
@@ -1216,9 +1235,7 @@ def _percent_path_skips_owner(host: SimHost, method: str, target: str,
                       if rid is not None and tenant.owner().tenant == rid.tenant), None)
     if owner_key is None:
         return response
-    as_owner = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-    as_owner["Authorization"] = f"Bearer {owner_key}"
-    return host.router.handle(method, target, as_owner, body)
+    return _as_key(host, owner_key, method, target, headers, body)
 
 
 def _names_foreign_run(host: SimHost, headers: dict[str, str], body: bytes | None
@@ -1493,30 +1510,6 @@ def _swap(**parts: Callable[[], Any]) -> Callable[[], Components]:
 # Faults of the classes issue 39 names, put behind the reference host by a tester who saw
 # no zoo and no check: each slipped past check and the machine until its class grew.
 
-def _as_key(host: SimHost, key: str, method: str, target: str, headers: dict[str, str],
-            body: bytes | None) -> Response:
-    """The same request, under another key of the host's (how a faulty route skips the
-    caller's owner: it answers as the run's owner would)."""
-    kept = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-    return host.router.handle(method, target, {**kept, "Authorization": f"Bearer {key}"}, body)
-
-
-def _owner_key(host: SimHost, run: RunRecord) -> str | None:
-    return next((k for k, t in host.core.tenants.items() if t.name == run.owner.tenant
-                 and t.workspace in (None, run.owner.workspace)), None)
-
-
-def _run_in_path(host: SimHost, path: str) -> RunRecord | None:
-    if not path.startswith("/runs/"):
-        return None
-    segment = path.removeprefix("/runs/").split("/", 1)[0].split(":", 1)[0]
-    try:
-        rid = parse_bound(unproject(segment))
-    except ProjectionError:
-        return None
-    return host.core.runs.get(rid) if rid is not None else None
-
-
 def _as_its_owner(when: Callable[[str, str, dict[str, str]], bool], *,
                   same_tenant: bool = False) -> Edge:
     """A refusal of a run's route, answered as the run's owner is where `when(method,
@@ -1528,10 +1521,9 @@ def _as_its_owner(when: Callable[[str, str, dict[str, str]], bool], *,
             return response
         run = _run_in_path(host, urlsplit(target).path)
         if same_tenant and run is not None:
-            auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
-            caller = host.core.tenants.get(auth.removeprefix("Bearer ").strip())
+            caller = _caller_and_body(host, headers, None)[0]
             if (caller is None or caller.workspace is None
-                    or caller.name != run.owner.tenant):
+                    or caller.tenant != run.owner.tenant):
                 return response
         key = _owner_key(host, run) if run is not None else None
         return response if key is None else _as_key(host, key, method, target, headers,
@@ -1562,10 +1554,9 @@ def _bare_segment_any_tenant(host: SimHost, method: str, target: str,
                              response: Response) -> Response:
     """A bare opaque path segment that names none of the caller's runs is looked up in
     every tenant, and the run found is answered as its owner would be."""
-    path = urlsplit(target).path
-    segment = path.removeprefix("/runs/").split("/", 1)[0].split(":", 1)[0]
-    if (response.status not in (403, 404) or not path.startswith("/runs/")
-            or not OPAQUE_RE.fullmatch(segment)):
+    segment = _segment_in_path(urlsplit(target).path)
+    if response.status not in (403, 404) or segment is None or not OPAQUE_RE.fullmatch(
+            segment):
         return response
     run = next((r for rid, r in host.core.runs.items() if rid.opaque == segment), None)
     key = _owner_key(host, run) if run is not None else None
