@@ -187,10 +187,12 @@ def _listing(item: Any, where: str) -> Listing:
     return Listing(_need(item, "name", where, str), path)
 
 
-def listed(listing: Listing, workflow: str, status: str) -> str:
-    """The listing's path with the run's workflowId and status put in, URL-encoded."""
-    return (listing.path.replace("{workflow}", quote(workflow, safe=""))
-            .replace("{status}", quote(status, safe="")))
+def listed(listing: Listing, snapshot: Any) -> str:
+    """The listing's path with the run's workflowId and status, as its owner's `snapshot`
+    (GET /runs/{id}) shows them, put in URL-encoded (empty where it shows none)."""
+    shown = snapshot if isinstance(snapshot, dict) else {}
+    return (listing.path.replace("{workflow}", quote(str(shown.get("workflowId", "")), safe=""))
+            .replace("{status}", quote(str(shown.get("status", "")), safe="")))
 
 
 def _patterns(items: Any, where: str) -> tuple[str, ...]:

@@ -495,11 +495,9 @@ def _other_workspace(ctx: Context, req: str, data: classes.Classes,
     events = t.events(source)
     content = [c for call in judges.recorded_calls(events, RECORDER) for c in call]
     owned = t.get_run(source).json
-    workflow, status = ((str(owned.get("workflowId", "")), str(owned.get("status", "")))
-                        if isinstance(owned, dict) else ("", ""))
     out += _ask_routes(req, w, "a key of another workspace", source, classes.shifted(source),
                        routes, data, content,
-                       [classes.listed(m, workflow, status) for m in listings])
+                       [classes.listed(m, owned) for m in listings])
     return out, (t, source, w)
 
 
@@ -531,10 +529,8 @@ def check_owner_routes(ctx: Context) -> list[Finding]:
     before = [(e.get("type"), e.get("payload")) for e in events]
     content = [c for call in judges.recorded_calls(events, RECORDER) for c in call]
     owned = a.get_run(rid).json
-    workflow, status = ((str(owned.get("workflowId", "")), str(owned.get("status", "")))
-                        if isinstance(owned, dict) else ("", ""))
     out = _ask_routes(req, b, "tenant B", rid, unknown, routes, data, content,
-                      [classes.listed(m, workflow, status) for m in listings])
+                      [classes.listed(m, owned) for m in listings])
     other = _other_workspace(ctx, req, data, routes, listings)
     ws: tuple[Session, str, Session] | None = None
     if isinstance(other, str):

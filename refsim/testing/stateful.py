@@ -1568,8 +1568,7 @@ class RecordedFixturesMachine(RuleBasedStateMachine):
         owned = self._checked(run.tenant, self._session(run.tenant).get_run(run_id)).json
         if not isinstance(owned, dict):
             return
-        path = classes.listed(chosen[0], str(owned.get("workflowId", "")),
-                              str(owned.get("status", "")))
+        path = classes.listed(chosen[0], owned)
         self._drew("owner-routes", listing)
         r = self._checked(caller, self._session(caller).request("GET", path))
         judged(judges.nothing_of_run(req_id("0252.tenant-isolation"), r, run_id, [],
