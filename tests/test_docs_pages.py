@@ -147,9 +147,10 @@ def _stop(process: subprocess.Popen[str]) -> None:
             process.wait(10)
 
 
-def run_page(page: str, tmp_path: Path) -> list[str]:
-    """Every command of `page`, run in order in `tmp_path`; what went wrong, one line each."""
-    text = (ROOT / page).read_text(encoding="utf-8")
+def run_page(page: str, tmp_path: Path, root: Path = ROOT) -> list[str]:
+    """Every command of `page` (under `root`), run in order in `tmp_path`; what went wrong,
+    one line each."""
+    text = (root / page).read_text(encoding="utf-8")
     env = _env(tmp_path)
     wrong: list[str] = []
     started: list[subprocess.Popen[str]] = []
@@ -160,7 +161,7 @@ def run_page(page: str, tmp_path: Path) -> list[str]:
             if block.lang == "python":
                 if block.body and "run by tests/" in block.body[0]:
                     named = block.body[0].split("run by ", 1)[1].strip()
-                    if not (ROOT / named).is_file():
+                    if not (root / named).is_file():
                         wrong.append(f"{page}:{block.line}: {named} does not exist")
                     continue
                 done = subprocess.run([sys.executable, "-c", "\n".join(block.body)],
@@ -235,13 +236,7 @@ def test_the_runner_fails_a_wrong_exit_code_and_a_line_not_printed(tmp_path: Pat
     page = tmp_path / "docs" / "bad.md"
     page.write_text("```console\n$ echo hello\nhello\n$ echo hi\nhello\n$ false\n"
                     "$ exit 3  # exit 3\n```\n", encoding="utf-8")
-    global ROOT
-    saved = ROOT
-    ROOT = tmp_path
-    try:
-        wrong = run_page("docs/bad.md", tmp_path)
-    finally:
-        ROOT = saved
+    wrong = run_page("docs/bad.md", tmp_path, root=tmp_path)
     assert len(wrong) == 2, wrong
     assert "`echo hi` did not print 'hello'" in wrong[0]
     assert "`false` exited 1, the page says 0" in wrong[1]
