@@ -178,7 +178,7 @@ def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
         with recording(trace):
             if remote is None:
                 with _collector_paused():
-                    rows = run_parts(target, parts, args.prefix)
+                    rows = run_parts(target, parts, args.prefix, lanes=args.lanes)
             else:
                 client, api_key, tenant_b = remote
                 refused = _keys_refused(client, api_key, tenant_b)
@@ -913,7 +913,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--lanes", type=_lanes, default=DEFAULT_LANES, metavar="N",
                        help="with --base-url: rows side by side in N lanes, each with "
                             "tenants of its own minted through the conformance seam tenants "
-                            "(the latency leg has the host alone); 1: one after another; "
+                            "(the latency leg has the host alone); in process, N > 1 lets "
+                            "a second process take half the parts where the machine has "
+                            "two CPUs; 1: one after another; "
                             f"default {DEFAULT_LANES}, at most {MAX_LANES}")
         p.set_defaults(func=lambda a, parts=parts: _run(a, parts))
     lst = sub.add_parser("list", help="print every requirement with its section and checks")

@@ -277,13 +277,14 @@ def _check_examples(check: str | None, names: list[str],
 def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = None,
                    invariants: Sequence[Invariant] | None = None, *,
                    keys: Mapping[str, str] | None = None, remote: bool = False,
-                   ran: Mapping[str, Row] | None = None, stop_on_fail: bool = False
-                   ) -> list[Row]:
+                   ran: Mapping[str, Row] | None = None, stop_on_fail: bool = False,
+                   checked: Mapping[str, Row] | None = None) -> list[Row]:
     """One report row per invariant (filtered by `prefix`; `stop_on_fail`: none after the
     first that fails), each part on a fresh host (or,
     with `remote`, on the one host behind HTTP, where parts needing the inside are listed
     apart). `ran`: example rows already judged on this target, by example id, which a row
-    that names them takes as they are instead of running them again."""
+    that names them takes as they are instead of running them again; `checked`: the rows'
+    own checks already judged (`run_checks`), by invariant id, taken the same way."""
     keys = dict(keys or KEYS)
     rows = []
     for inv in invariants if invariants is not None else load_invariants():
@@ -293,12 +294,25 @@ def run_invariants(make_host: Callable[[], HostClient], prefix: str | None = Non
             parts = [(f"example {name}", _example_part(name, make_host, keys, remote, ran))
                      for name in inv.examples]
             if inv.check is not None:
-                parts.append((inv.check, _check_part(inv, inv.check, make_host, keys,
-                                                     remote)))
+                parts.append((inv.check, checked[inv.id] if checked and inv.id in checked
+                              else _check_part(inv, inv.check, make_host, keys, remote)))
         rows.append(conjoin(inv, parts))
         if stop_on_fail and rows[-1].disposition is Disposition.EXECUTED_FAIL:
             break
     return rows
+
+
+def run_checks(make_host: Callable[[], HostClient]) -> dict[str, Row]:
+    """Each invariant row's own Python check, in process, by invariant id, with no example
+    run: what `run_invariants` takes as `checked`. Its exchanges are filed and ordered as
+    `run_invariants` would send them when every example it names was `ran`."""
+    keys = dict(KEYS)
+    out = {}
+    for inv in load_invariants():
+        if inv.check is not None:
+            with segment(inv.id):
+                out[inv.id] = _check_part(inv, inv.check, make_host, keys, False)
+    return out
 
 
 def _example_part(name: str, make_host: Callable[[], HostClient], keys: dict[str, str],

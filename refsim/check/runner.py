@@ -91,7 +91,9 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
 
     `lanes` (with `client`, without `first_fail`): rows side by side, each lane with
     tenants of its own (`refsim.check.lanes`), where the host lets them be minted; `say`
-    is told how the rows ran, and why one after another where they could not."""
+    is told how the rows ran, and why one after another where they could not. In process
+    (without `prefix` too), more than one lane lets a forked child take the parts up to the
+    examples while this process runs the rest (`_in_two`), where that is safe."""
     # The caller's keys by tenant label, for a host over HTTP.
     keys = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
     if client is not None and lanes > 1 and not first_fail:
@@ -121,6 +123,10 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
             LATENCY: lambda: run_scenario(remote, config, only=(LATENCY,)),
         }
     else:
+        if lanes > 1 and not first_fail and prefix is None:
+            split = _in_two(target, parts, config)
+            if split is not None:
+                return split
         runners = {
             "conformance": lambda: run_scenario(target.host(), config, only=first,
                                                 stop_on_fail=first_fail),
@@ -142,6 +148,63 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
         if first_fail and any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
             break
     return rows
+
+
+def _in_two(target: Target, parts: Sequence[str], config: ScenarioConfig
+            ) -> list[Row] | None:
+    """`run_parts` in process with the example table (about half the work) in a forked
+    child and the other parts here at once (`refsim.check.forked`): the rows, and the
+    exchanges, one process would give. The invariants' own checks run here; each row takes
+    its examples as the child ran them. None where no child can take the work, or no other
+    part is asked."""
+    from refsim.check import forked
+    from refsim.check.examples import run_examples
+    from refsim.check.invariants import run_checks, run_invariants
+    from refsim.progress import Stopped
+    from refsim.wire.trace import current
+    if "examples" not in parts or len(parts) == 1:
+        return None
+    cut = list(parts).index("examples")
+    before, after = parts[:cut], parts[cut + 1:]
+    if "invariants" in before or not forked.usable():  # invariants take the examples run
+        return None
+    here: dict[str, Callable[[], list[Row]]] = {
+        "conformance": lambda: run_scenario(target.host(), config),
+        "sampled": lambda: _sampled(target.host, None, None, target.seed),
+    }
+    child = forked.Child(lambda: run_examples(target.host))
+    child.start()
+    found: dict[str, list[Row]] = {}
+    checked: dict[str, Row] = {}
+    trace = current()
+    try:
+        for part in before:
+            found[part] = here[part]()
+        at = trace.last if trace is not None else 0
+        for part in after:
+            if part == "invariants":
+                checked = run_checks(target.host)
+            else:
+                found[part] = here[part]()
+        sent = child.wait()
+        if sent is None:  # the child gave nothing: the examples run here, after the rest
+            found["examples"] = run_examples(target.host)
+    except KeyboardInterrupt:  # Ctrl-C: nothing judged whole yet
+        child.stop()
+        raise Stopped([], 0, len(parts)) from None
+    except BaseException:
+        child.stop()
+        raise
+    if sent is not None:
+        theirs, later = forked.adopt(sent, at)
+        found["examples"] = [forked.shifted(r, theirs) for r in sent.result]
+        found.update((part, [forked.shifted(r, later) for r in found[part]])
+                     for part in after if part in found)
+        checked = forked.shifted_all(checked, later)
+    if "invariants" in parts:
+        ran = {r.check_id: r for r in found["examples"]}
+        found["invariants"] = run_invariants(target.host, ran=ran, checked=checked)
+    return [r for part in parts for r in found[part]]
 
 
 def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,

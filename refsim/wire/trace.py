@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -42,6 +42,19 @@ class Exchange:
     headers: tuple[tuple[str, str], ...]
     body: bytes | None
     response: Response
+
+    def plain(self) -> tuple[Any, ...]:
+        """The exchange as builtins alone (cheap to send to another process)."""
+        r = self.response
+        return (self.seq, self.segment, self.started, self.elapsed, self.method, self.url,
+                self.headers, self.body, r.status, r.headers, r.json, r.text)
+
+    @staticmethod
+    def of_plain(plain: Sequence[Any]) -> Exchange:
+        (seq, label, started, elapsed, method, url, headers, body, status, response_headers,
+         document, text) = plain
+        return Exchange(seq, label, started, elapsed, method, url, headers, body,
+                        Response(status, response_headers, document, text))
 
     def request_json(self) -> Any:
         if self.body is None:
@@ -94,6 +107,28 @@ class Trace:
                     self._answers.pop(id(e.response), None)
             self.exchanges.clear()
             self.exchanges.extend(kept)
+
+    def splice(self, at: int, base: int, inserted: Sequence[Exchange]) -> tuple[int, int]:
+        """Put `inserted` (exchanges numbered from `base` + 1, recorded in another process)
+        right after this trace's exchange `at`; those after it move up by as many: the
+        numbering one process would have given them all, sending `inserted` there.
+        Returns how far the inserted and the later exchanges moved."""
+        with self._lock:
+            shift = len(inserted)
+            earlier = [e for e in self.exchanges if e.seq <= at]
+            middle = [attrs.evolve(e, seq=e.seq + at - base) for e in inserted]
+            later = [attrs.evolve(e, seq=e.seq + shift) for e in self.exchanges
+                     if e.seq > at]
+            self.exchanges.clear()
+            self.exchanges.extend([*earlier, *middle, *later])
+            self._seq += shift
+            self._answers = {id(e.response): e.seq for e in self.exchanges}
+            return at - base, shift
+
+    @property
+    def last(self) -> int:
+        """The number the latest exchange got (0 before any)."""
+        return self._seq
 
     def clear(self) -> None:
         self.exchanges.clear()
