@@ -1,6 +1,6 @@
 """The build step pyproject.toml cannot say: specs/ and invariants/, the editable sources at
 the top of the checkout, are copied into the built package as refsim/_data/, where
-refsim.paths finds them through importlib.resources (an editable install reads them in
+refsim.data.paths finds them through importlib.resources (an editable install reads them in
 place)."""
 
 from __future__ import annotations

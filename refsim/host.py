@@ -13,10 +13,10 @@ from refsim.domain.canonical import encoder
 from refsim.domain.core import Components, HostCore
 from refsim.domain.owners import Tenant
 from refsim.domain.profile import HostProfile
-from refsim.suite_docs import load_builtin
 from refsim.wire.client import NO_BODY
 from refsim.wire.response import Response
 from refsim.wire.router import Router
+from refsim.wire.suite_docs import load_builtin
 from refsim.wire.trace import IN_PROCESS_BASE, clock, current, request_target, since
 
 # What `json.dumps(body, allow_nan=False)` writes, with the encoder built once.

@@ -193,5 +193,5 @@ def test_a_decision_the_wire_cannot_carry_fails_the_invocation_with_a_registered
                  if e["type"] == "agent.invocation-completed"]
     assert completed[-1]["outcome"] == "failed"
     assert completed[-1]["x-refsim-error"]["code"] == "payload_unprojectable"
-    from refsim.registry_codes import registry
+    from refsim.data.registry_codes import registry
     assert "payload_unprojectable" in registry()

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from refsim import bench
-from refsim.bench import (
+from refsim.cli import bench, main
+from refsim.cli.bench import (
     Figure,
     format_table,
     hollow_machine,
@@ -23,7 +23,6 @@ from refsim.bench import (
     trivial_machine_seconds,
     write_json,
 )
-from refsim.cli import main
 
 REPLAY = Figure("replay-10k", "replayed call", 9.0, "us", "canonical JSON", 2.0, "us", 12.0,
                 "us")
@@ -101,8 +100,8 @@ def test_bench_http_says_it_is_not_available_and_exits_2(monkeypatch: pytest.Mon
     real = importlib.import_module
 
     def without_bench_http(name: str, package: str | None = None) -> Any:
-        if name == "refsim.bench_http":
-            raise ImportError("No module named 'refsim.bench_http'")
+        if name == "refsim.cli.bench_http":
+            raise ImportError("No module named 'refsim.cli.bench_http'")
         return real(name, package)
     monkeypatch.setattr(importlib, "import_module", without_bench_http)
     err = io.StringIO()
@@ -114,7 +113,7 @@ def test_bench_http_says_it_is_not_available_and_exits_2(monkeypatch: pytest.Mon
 @pytest.mark.slow  # a process of its own
 def test_whole_processes_cache_bytecode_in_the_benchs_own_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from refsim import bench
+    from refsim.cli import bench
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     env = bench.process_env(tmp_path)
     assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"] == str(tmp_path)
@@ -145,7 +144,7 @@ def test_the_replay_s_peak_is_its_own_process_s_not_the_bench_s() -> None:
     import sys
     held = bytearray(256 * 2**20)
     held[::4096] = b"\x01" * len(held[::4096])  # resident, not only reserved
-    done = subprocess.run([sys.executable, "-c", "from refsim.bench import own_peak\n"
+    done = subprocess.run([sys.executable, "-c", "from refsim.cli.bench import own_peak\n"
                            "print(own_peak())"], capture_output=True, text=True, check=True)
     del held
     assert int(done.stdout) < 128 * 2**20

@@ -1,4 +1,4 @@
-"""`refsim.bench_http.run` prints every figure beside the floor and writes them as JSON.
+"""`refsim.cli.bench_http.run` prints every figure beside the floor and writes them as JSON.
 No figure is judged here: speed lives in the bench, never in a test."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from refsim import bench_http
+from refsim.cli import bench_http
 
 
 @pytest.mark.slow  # seconds of measuring, however short the windows

@@ -3,11 +3,12 @@ checker runs its rows without refsim's own seams."""
 
 from __future__ import annotations
 
-from refsim import SimHost, catalog, schemas
+from refsim import SimHost
 from refsim.check.examples import load_examples
 from refsim.domain.agents import default_agents
 from refsim.domain.core import WORKFLOWS
 from refsim.domain.tools import COUNTER, FLAKY, VAULT
+from refsim.wire import catalog, schemas
 
 
 def test_every_fixture_is_of_a_known_kind_and_every_suite_validates() -> None:

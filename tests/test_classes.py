@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from hypothesis.database import InMemoryExampleDatabase
 
-from refsim import SimHost, paths
+from refsim import SimHost
 from refsim.check import classes
+from refsim.data import paths
 from refsim.domain.canonical import canonical
 from refsim.testing.fuzz import run_machine, run_programs
 from refsim.testing.programs import run_program, sweep

@@ -366,7 +366,7 @@ def test_every_option_of_every_command_says_what_it_does() -> None:
 def test_an_install_hint_names_the_checkout_refsim_came_from() -> None:
     """refsim is on no package index: `pip install 'refsim[redis]'` cannot work from a
     checkout; the hint names the folder it was installed from."""
-    from refsim.paths import install_hint
+    from refsim.data.paths import install_hint
     checkout = Path(__file__).resolve().parents[1]
     hint = install_hint("redis")
     assert hint.startswith("pip install ") and hint.endswith("[redis]'")

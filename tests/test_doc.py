@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from refsim import paths
 from refsim.check.assume import parse
 from refsim.check.examples import load_examples
 from refsim.check.invariants import load_invariants
 from refsim.check.registry import load_registry
 from refsim.check.runner import Target, run_parts
 from refsim.cli import main
+from refsim.cli.doc import DEFAULT_OUT, _answer, _assumption_rows, load_answers, render
+from refsim.data import paths
+from refsim.data.registry_codes import registry
 from refsim.demo import run_demo
-from refsim.doc import DEFAULT_OUT, _answer, _assumption_rows, load_answers, render
 from refsim.domain.profile import HostProfile
 from refsim.domain.refusals import Refusal
-from refsim.registry_codes import registry
 from refsim.wire import router as router_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def test_a_spec_edit_shows_up_in_the_reference(tmp_path: Path,
     answers["answers"][0]["when"].append("a situation a spec author just added")
     edited = tmp_path / "error-answers.yaml"
     edited.write_text(yaml.safe_dump(answers), encoding="utf-8")
-    monkeypatch.setattr("refsim.doc.ANSWERS", edited)
+    monkeypatch.setattr("refsim.cli.doc.ANSWERS", edited)
     assert "a situation a spec author just added" in render()
     assert main(["doc", "--check"]) == 1
 
@@ -186,7 +186,7 @@ def test_bad_spec_data_is_a_clear_error_not_a_traceback(
         capsys: pytest.CaptureFixture[str]) -> None:
     broken = tmp_path / "error-answers.yaml"
     broken.write_text("answers: [code: x\n", encoding="utf-8")  # not YAML
-    monkeypatch.setattr("refsim.doc.ANSWERS", broken)
+    monkeypatch.setattr("refsim.cli.doc.ANSWERS", broken)
     assert main(["doc", "--check"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("refsim doc: cannot render the reference:") and "Traceback" not in err

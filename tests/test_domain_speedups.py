@@ -14,15 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refsim import SimHost, schemas
-from refsim.bench import LoopAgent, record_and_replay
+from refsim import SimHost
+from refsim.cli.bench import LoopAgent, record_and_replay
 from refsim.domain import canonical as canonical_module
 from refsim.domain.canonical import canonical, is_json_value
 from refsim.domain.clock import EPOCH, LogicalClock
 from refsim.domain.core import gc_paused
 from refsim.domain.fixtures import FixtureEntry, FixtureMatcher
 from refsim.domain.ids import OPAQUE_RE, IdMinter
-from refsim.schemas import valid_script
+from refsim.wire import schemas
+from refsim.wire.schemas import valid_script
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**60), 2**60)

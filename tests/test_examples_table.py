@@ -352,9 +352,9 @@ def test_the_vocabulary_documents_itself_and_has_one_manual() -> None:
     """Every action kind is a class with what it sends; every key says what it means; the
     only manual is REFERENCE.md's generated section: the table files' headers and the
     runner's docstring point there instead of copying it."""
-    from refsim import paths
     from refsim.check import examples
     from refsim.check.expectations import EXPECTATIONS
+    from refsim.data import paths
 
     kinds = set(examples.ActionKind.__subclasses__())
     assert {type(k) for k in examples.ACTIONS.values()} == kinds

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from refsim import SimHost, schemas
+from refsim import SimHost
 from refsim.domain.ids import project
+from refsim.wire import schemas
 from refsim.wire.errors import is_registered
 from refsim.wire.httpclient import HttpClient
 from refsim.wire.response import Response

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from refsim import SimHost, schemas
+from refsim import SimHost
+from refsim.wire import schemas
 from refsim.wire.client import NO_BODY
 from refsim.wire.errors import is_registered
 from refsim.wire.httpclient import HttpClient

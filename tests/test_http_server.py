@@ -18,8 +18,8 @@ import pytest
 
 from refsim import SimHost
 from refsim import __version__ as refsim_version
-from refsim.cli_http import main as serve_main
-from refsim.cli_http import parse_tenant
+from refsim.cli.http import main as serve_main
+from refsim.cli.http import parse_tenant
 from refsim.domain.ids import project
 from refsim.wire.asgi import parse_sse
 from refsim.wire.httpclient import HostUnreachable, HttpClient
@@ -423,7 +423,7 @@ def test_serve_rejects_a_malformed_tenant(capsys: pytest.CaptureFixture[str]) ->
 def test_serve_command_runs_until_interrupted() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "refsim.cli_http", "serve", "--port", "0",
+        [sys.executable, "-m", "refsim.cli.http", "serve", "--port", "0",
          "--tenant", "initech:hk_test_initech", "--profile", "no-counter-seam", "--seed", "7"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     try:
@@ -463,7 +463,7 @@ def _serve_mutant(name: str) -> subprocess.Popen[str]:
     """`refsim serve --port 0 --mutant NAME` in a process of its own, unbuffered."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "refsim.cli_http", "serve", "--port", "0", "--mutant", name],
+        [sys.executable, "-m", "refsim.cli.http", "serve", "--port", "0", "--mutant", name],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from refsim import data_check, paths
+from refsim.cli import data_check
+from refsim.data import paths
 
 
 def _refsim(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ import attrs
 import pytest
 import yaml
 
-from refsim import SimHost, paths
+from refsim import SimHost
 from refsim.check.findings import Disposition, Finding, Row
 from refsim.check.invariants import (
     CHECKS,
@@ -22,6 +22,7 @@ from refsim.check.invariants import (
     run_invariants,
 )
 from refsim.check.observe import REPLAY, SOURCE, Session, SimInspector, eval_body
+from refsim.data import paths
 from refsim.domain.profile import PROFILES
 from refsim.zoo.faulty import mutant
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from refsim import Response, SimHost, schemas
+from refsim import Response, SimHost
 from refsim.domain.ids import project
+from refsim.wire import schemas
 
 from .conftest import KEY_A, KEY_B, RECORDER
 

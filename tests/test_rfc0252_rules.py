@@ -11,11 +11,12 @@ from urllib.parse import quote
 
 import pytest
 
-from refsim import HostProfile, Response, SimHost, schemas
+from refsim import HostProfile, Response, SimHost
 from refsim.domain.agents import CONTENT_FREE, UNHELD
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.profile import PROFILES
 from refsim.domain.tools import vault_credential
+from refsim.wire import schemas
 from refsim.wire.errors import is_registered
 
 from .conftest import KEY_A, KEY_B, RECORDER
@@ -939,7 +940,7 @@ def test_erasing_only_an_eval_run_erases_the_copies_it_was_served() -> None:
     its copy and forks; the source itself stays usable."""
     import yaml
 
-    from refsim import paths
+    from refsim.data import paths
     rows = {r["id"]: r for r in yaml.safe_load(
         (paths.SPECS / "assumptions.yaml").read_text(encoding="utf-8"))["assumptions"]}
     assert "forks are refused 404 replay_source_missing" in " ".join(

@@ -14,10 +14,10 @@ import pytest
 import refsim
 from refsim import Response, SimHost
 from refsim.check.observe import SEAMS
+from refsim.data.registry_codes import registry
 from refsim.domain.ids import project
 from refsim.domain.profile import PROFILES, HostProfile
 from refsim.domain.refusals import Refusal, not_found, validation
-from refsim.registry_codes import registry
 from refsim.wire import router as router_module
 from refsim.wire.router import ROUTES, Call, Handler, Router, refusal_response
 from refsim.wire.routes import JSON, Body, Refused, Route, RouteTable, unwrap
@@ -53,7 +53,7 @@ def test_no_domain_module_imports_the_error_registry() -> None:
                 names = {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom):
                 names = {node.module or ""} | {f"{node.module}.{a.name}" for a in node.names}
-            assert "refsim.registry_codes" not in names, file.name
+            assert "refsim.data.registry_codes" not in names, file.name
 
 
 def test_a_refusal_carries_a_code_and_no_status() -> None:

@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from refsim import SimHost, paths
+from refsim import SimHost
 from refsim.check import classes
 from refsim.check.findings import Disposition, Row
 from refsim.check.observe import KEY_A, KEY_B, TENANT_A
 from refsim.check.runner import Target, run_parts
 from refsim.check.sampled import SCENARIO, check_id, requirement, run_sampled, sample_sizes
 from refsim.cli import main
+from refsim.data import paths
 from refsim.wire.httpclient import HttpClient
 from refsim.wire.response import Response
 from refsim.wire.server import background

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
 
-from refsim import paths, schemas
+from refsim.data import paths
+from refsim.wire import schemas
 
 # The same validator as refsim's, without the remembered acceptances: what every report
 # must equal.

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from refsim import Response, SimHost, schemas
+from refsim import Response, SimHost
 from refsim.domain.ids import project
 from refsim.domain.profile import PROFILES
+from refsim.wire import schemas
 from refsim.wire.errors import is_registered
 
 from .conftest import KEY_A, KEY_B, RECORDER

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refsim import SimHost, paths
+from refsim import SimHost
+from refsim.data import paths
 from refsim.domain.ids import project
 from refsim.wire import limits
 

@@ -16,8 +16,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from refsim import Response, SimHost, paths, schemas
+from refsim import Response, SimHost
+from refsim.data import paths
 from refsim.domain.ids import BOUND_RE, project
+from refsim.wire import schemas
 from refsim.wire.errors import is_registered
 from refsim.wire.limits import MAX_BODY_BYTES
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from refsim import yaml_data
+from refsim.data import yaml_data
 
 
 def test_a_cached_text_is_read_from_its_entry_and_an_edit_is_parsed(

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from refsim import paths, yaml_data
+from refsim.data import paths, yaml_data
 from refsim.domain.agents import RECORDER
 from refsim.domain.core import Components
 from refsim.domain.profile import HostProfile

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import attrs
 
-from refsim import paths, yaml_data
+from refsim.data import paths, yaml_data
 from refsim.domain.canonical import canonical
 from refsim.domain.ids import project
 

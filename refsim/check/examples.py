@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 
 import attrs
 
-from refsim import catalog, paths, schemas, yaml_data
 from refsim.check import judges
 from refsim.check.differential import noise_of_host
 from refsim.check.expectations import EXPECTATIONS, Invalid, names_needing_run
@@ -40,8 +39,10 @@ from refsim.check.observe import (
     run_path,
 )
 from refsim.check.registry import load_registry
+from refsim.data import paths, yaml_data
 from refsim.domain.ids import parse_bound, project
 from refsim.domain.profile import PROFILES
+from refsim.wire import catalog, schemas
 from refsim.wire.client import HostClient
 from refsim.wire.render import agents_family
 from refsim.wire.response import Response

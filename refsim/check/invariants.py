@@ -12,7 +12,6 @@ from typing import Any
 
 import attrs
 
-from refsim import catalog, paths, yaml_data
 from refsim.check import judges
 from refsim.check.differential import alike, no_new_runs, noise_of_host
 from refsim.check.findings import Disposition, Finding, Row, check_raised
@@ -41,7 +40,9 @@ from refsim.check.observe import (
     run_path,
 )
 from refsim.check.registry import load_registry
+from refsim.data import paths, yaml_data
 from refsim.domain.ids import seen_parts, spliced
+from refsim.wire import catalog
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
 from refsim.wire.trace import segment

@@ -19,11 +19,11 @@ from urllib.parse import quote, unquote
 
 import attrs
 
-from refsim import schemas
 from refsim.check.findings import Finding, check, fail, ok
 from refsim.check.observe import eval_suite_facet as eval_suite_facet
 from refsim.domain.canonical import canonical, canonical_or_none, integral
 from refsim.domain.ids import ProjectionError, parse_bound, project, unproject
+from refsim.wire import schemas
 from refsim.wire.errors import is_registered
 from refsim.wire.response import Response
 from refsim.wire.trace import quoted

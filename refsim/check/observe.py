@@ -261,7 +261,7 @@ class SimInspector:
         return getattr(self.host, "edge", None) is not None
 
     def register_suite(self, api_key: str, doc: Mapping[str, Any]) -> bool:
-        from refsim.suite_docs import parse_suite
+        from refsim.wire.suite_docs import parse_suite
         owner = self._core.caller(api_key)
         return owner is not None and bool(self._core.suites.register(owner.tenant,
                                                                      parse_suite(dict(doc))))

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from refsim import paths, yaml_data
+from refsim.data import paths, yaml_data
 
 LEVELS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEF")
 OBLIGATIONS = frozenset({"MUST", "MUST NOT", "SHOULD", "SHOULD NOT"})

@@ -31,7 +31,6 @@ from typing import Any
 
 import attrs
 
-from refsim import catalog
 from refsim.check import classes, judges
 from refsim.check.classes import CLASS_NAMES, Member, RunState
 from refsim.check.differential import alike, noise_of_host
@@ -59,6 +58,7 @@ from refsim.check.observe import (
     run_path,
 )
 from refsim.domain.canonical import canonical
+from refsim.wire import catalog
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
 from refsim.wire.trace import segment

@@ -15,7 +15,6 @@ from typing import Any
 
 import attrs
 
-from refsim import paths
 from refsim.check import judges
 from refsim.check.differential import alike, asked_apart, no_new_runs, noise_of_host
 from refsim.check.findings import Disposition, Finding, Row, check_raised
@@ -40,6 +39,7 @@ from refsim.check.observe import (
     inspector_of,
     nonce,
 )
+from refsim.data import paths
 from refsim.domain.ids import seen_parts
 from refsim.wire.client import HostClient
 from refsim.wire.response import Response

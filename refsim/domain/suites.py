@@ -1,6 +1,6 @@
 """Eval suites as values, golden scoring, and the catalogue a host serves.
 
-Suite documents are parsed outside the domain (`refsim.suite_docs`): built-in suites come
+Suite documents are parsed outside the domain (`refsim.wire.suite_docs`): built-in suites come
 from specs/fixtures/ (their file stem is the fixture id); tenants may register more through
 a seam, visible to that tenant only.
 """

@@ -30,7 +30,7 @@ from hypothesis.reporting import with_reporter
 
 from refsim.check.evidence import failing, redact, with_dependencies
 from refsim.check.runner import HostRecipe
-from refsim.paths import install_hint
+from refsim.data.paths import install_hint
 from refsim.progress import EXIT_INTERRUPTED, Progress, ignore_interrupts
 from refsim.testing.stateful import (
     RecordedFixturesMachine,

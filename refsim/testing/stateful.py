@@ -37,7 +37,6 @@ from hypothesis.stateful import (
     rule,
 )
 
-from refsim import catalog
 from refsim.check import classes, judges
 from refsim.check.differential import alike, asked_apart, noise_of_host
 from refsim.check.examples import Example, RowRun, load_examples
@@ -79,6 +78,7 @@ from refsim.testing.strategies import (
     increments,
     suite_script,
 )
+from refsim.wire import catalog
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
 from refsim.wire.trace import current, mark

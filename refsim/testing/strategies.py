@@ -9,9 +9,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from refsim import catalog
 from refsim.domain.agents import HELPER
 from refsim.domain.tools import COUNTER, FLAKY, VAULT
+from refsim.wire import catalog
 
 # The counter keys a script moves (the checker's tenant keys are `check.observe.KEYS`).
 COUNTER_KEYS = ("k1", "k2")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from refsim.domain.commands import CreateEval, CreateRun, CreateWorkflow, Fork, RunOptions
-from refsim.schemas import valid_script
+from refsim.wire.schemas import valid_script
 
 
 def create_command(body: dict[str, Any]) -> CreateRun:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
+from refsim.data.registry_codes import registry
 from refsim.domain.refusals import Refusal
-from refsim.registry_codes import registry
 
 VENDOR_CODE_RE = re.compile(r"^(?!openwop\.)[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z][a-z0-9_]*$")
 # What a code the registry lacks leaves as: this host answers with registered codes only, so

@@ -19,7 +19,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from refsim import catalog, schemas
 from refsim._version import __version__
 from refsim.domain.canonical import canonical, encoder, sha256_hex
 from refsim.domain.core import WORKFLOWS, HostCore
@@ -34,13 +33,13 @@ from refsim.domain.ids import (
 from refsim.domain.owners import Owner, Tenant
 from refsim.domain.refusals import Refusal, not_found, state_conflict, validation
 from refsim.domain.runs import SCHEMA_VERSION, Event, RunRecord
-from refsim.suite_docs import parse_suite
-from refsim.wire import limits, render
+from refsim.wire import catalog, limits, render, schemas
 from refsim.wire.commands import create_command, fork_command
 from refsim.wire.errors import checked
 from refsim.wire.limits import LONG_POLL_MAX_SECONDS
 from refsim.wire.response import Response, compact, encode
 from refsim.wire.routes import JSON, Body, Refused, Route, RouteTable, unwrap
+from refsim.wire.suite_docs import parse_suite
 
 PROTOCOL_VERSION = "2.0"
 MAX_IDEMPOTENCY_KEY = 255

@@ -35,10 +35,10 @@ from typing import Any, TextIO
 import attrs
 import yaml
 
-from refsim import paths
 from refsim.check.findings import Disposition, Row
 from refsim.check.registry import load_registry, short_id
 from refsim.check.runner import PARTS, Target, run_parts
+from refsim.data import paths
 from refsim.host import SimHost
 from refsim.progress import Progress, Stopped, run_all
 from refsim.wire.client import NO_BODY

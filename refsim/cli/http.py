@@ -84,7 +84,7 @@ def tenant_lines(host: SimHost) -> list[str]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from refsim import data_check
+    from refsim.cli import data_check
     from refsim.host import SimHost
     from refsim.wire.server import serve_forever
 
@@ -178,7 +178,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m refsim.cli_http ...`: the serve command alone (until cli.py wires it)."""
+    """`python -m refsim.cli.http ...`: the serve command alone (until cli.py wires it)."""
     parser = argparse.ArgumentParser(prog="refsim")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

@@ -16,10 +16,10 @@ def _root() -> Path:
     named = os.environ.get("REFSIM_ROOT")
     if named:
         return Path(named)
-    packaged = Path(str(resources.files(__package__ or "refsim").joinpath("_data")))
+    packaged = Path(str(resources.files("refsim").joinpath("_data")))
     if (packaged / "specs").is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]  # refsim/data/paths.py: the checkout
 
 
 ROOT = _root()

@@ -13,11 +13,11 @@ from typing import Any
 
 import attrs
 
-from refsim import paths, yaml_data
 from refsim.check.examples import Example, load_examples
 from refsim.check.invariants import Invariant, load_invariants
 from refsim.check.registry import Registry, Requirement, load_registry
-from refsim.registry_codes import registry as error_registry
+from refsim.data import paths, yaml_data
+from refsim.data.registry_codes import registry as error_registry
 
 DEFAULT_OUT = paths.SPECS / "REFERENCE.md"
 ANSWERS = paths.SPECS / "error-answers.yaml"

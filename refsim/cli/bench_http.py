@@ -65,7 +65,7 @@ def _child(kind: str) -> int:
 @contextmanager
 def _served(kind: str) -> Iterator[tuple[str, int]]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "refsim.bench_http", "--child", kind],
+    proc = subprocess.Popen([sys.executable, "-m", "refsim.cli.bench_http", "--child", kind],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env=env)
     try:
@@ -338,8 +338,8 @@ def run(*, clients: int = 8, seconds: float = 5.0, json_path: str | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m refsim.bench_http",
-                                     description="refsim bench http (see refsim.bench_http)")
+    parser = argparse.ArgumentParser(prog="python -m refsim.cli.bench_http",
+                                     description="refsim bench http (see refsim.cli.bench_http)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--json", dest="json_path", default=None)

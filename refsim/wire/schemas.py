@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator, validators
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from refsim import paths
+from refsim.data import paths
 from refsim.domain.canonical import canonical_or_none
 
 BASE = "https://refsim.invalid/schemas/"

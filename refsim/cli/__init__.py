@@ -104,7 +104,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _doc(args: argparse.Namespace) -> int:
     import yaml
 
-    from refsim.doc import DEFAULT_OUT, render
+    from refsim.cli.doc import DEFAULT_OUT, render
     out = Path(args.out) if args.out else DEFAULT_OUT
     try:
         text = render()
@@ -543,7 +543,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.bench_target == "http":
         import importlib
         try:
-            module = importlib.import_module("refsim.bench_http")
+            module = importlib.import_module("refsim.cli.bench_http")
         except ImportError as exc:
             print(f"refsim bench http: not available in this build ({exc})", file=sys.stderr)
             return EXIT_USAGE
@@ -554,7 +554,7 @@ def _bench(args: argparse.Namespace) -> int:
         code: int = module.run(clients=args.clients, seconds=args.seconds,
                                json_path=args.http_json, out=sys.stdout)
         return code
-    from refsim.bench import run
+    from refsim.cli.bench import run
     return run(json_path=args.json, skip_slow=args.skip_slow, out=sys.stdout)
 
 
@@ -891,7 +891,7 @@ class _Later:
 
 def build_parser() -> argparse.ArgumentParser:
     from refsim.check.lanes import DEFAULT_LANES, MAX_LANES
-    from refsim.paths import install_hint
+    from refsim.data.paths import install_hint
     parser = argparse.ArgumentParser(
         prog="refsim",
         description="Reference simulator and spec checker for OpenWOP RFC 0252.",
@@ -1066,7 +1066,7 @@ def build_parser() -> argparse.ArgumentParser:
     falsify.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")
     falsify.set_defaults(func=_falsify)
-    from refsim import cli_http
+    from refsim.cli import http as cli_http
     cli_http.register(sub)
     for name, subparser in sub.choices.items():
         _describe(subparser, name)
@@ -1079,12 +1079,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.freeze()  # process, and no collection need walk it again
     parser = build_parser()
     args = parser.parse_args(argv)
-    from refsim import data_check
+    from refsim.cli import data_check
     problem = data_check.problem()  # one line naming the file, not a traceback mid-run
     if problem is not None:
         print(f"refsim: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    from refsim import paths
+    from refsim.data import paths
     checkout = paths.unread_checkout()
     if checkout is not None:  # a spec author's edits there would be silently ignored
         print(f"refsim: note: reading the data installed with refsim ({paths.ROOT}), not "

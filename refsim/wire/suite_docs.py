@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from refsim import paths, schemas
+from refsim.data import paths
 from refsim.domain.fixtures import FixtureEntry
 from refsim.domain.suites import Suite, Task, TaskFixtures
+from refsim.wire import schemas
 
 
 class SuiteError(ValueError):

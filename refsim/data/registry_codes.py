@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 
-from refsim import paths
+from refsim.data import paths
 
 
 @functools.cache

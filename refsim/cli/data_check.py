@@ -8,15 +8,15 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from refsim import paths
+from refsim.data import paths
 
 # Each file, and the function that loads it: imported only when asked, inside the check
 # (a module that reads a file as it is imported would otherwise fail before the line).
 _LOADERS = (
-    ("specs/error-registry.json", "refsim.registry_codes", "registry"),
-    ("specs/schemas/", "refsim.schemas", "registry"),
-    ("specs/fixtures/", "refsim.catalog", "fixtures"),
-    ("specs/fixtures/ (as eval suites)", "refsim.suite_docs", "load_builtin"),
+    ("specs/error-registry.json", "refsim.data.registry_codes", "registry"),
+    ("specs/schemas/", "refsim.wire.schemas", "registry"),
+    ("specs/fixtures/", "refsim.wire.catalog", "fixtures"),
+    ("specs/fixtures/ (as eval suites)", "refsim.wire.suite_docs", "load_builtin"),
     ("specs/requirements.yaml", "refsim.check.registry", "load_registry"),
     ("specs/assumptions.yaml", "refsim.check.assume", "assumables"),
     ("invariants/invariants.yaml", "refsim.check.invariants", "load_invariants"),

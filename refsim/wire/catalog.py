@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from refsim import paths
+from refsim.data import paths
 
 # Named by the three conformance fixtures themselves (RFC 0252 Conformance): never listed
 # apart.

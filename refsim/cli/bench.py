@@ -27,7 +27,7 @@ from refsim.domain.core import gc_paused
 from refsim.domain.tools import COUNTER
 from refsim.host import SimHost
 
-AGENT = "refsim.bench:loop"
+AGENT = "refsim.cli.bench:loop"
 SOURCE_SUITE = "conformance-eval-recorded-source"
 REPLAY_SUITE = "conformance-eval-recorded-replay"
 TASK = "record"
@@ -303,7 +303,7 @@ def machine_in_fresh_process(kind: str, max_examples: int, steps: int,
     from are settled first (`settle_constants`), as in `refsim fuzz`."""
     code = ("from refsim.testing.stateful import settle_constants\n"
             "settle_constants()\n"
-            "from refsim.bench import MACHINES\n"
+            "from refsim.cli.bench import MACHINES\n"
             f"print(repr(MACHINES[{kind!r}]({max_examples:d}, {steps:d})))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=1800, check=False, env=env)
@@ -362,7 +362,7 @@ def replay_memory() -> tuple[int, int]:
 
 def replay_memory_in_fresh_process(env: dict[str, str] | None = None) -> tuple[int, int]:
     """`replay_memory` in a process of its own (a peak is the process's whole life's)."""
-    code = "from refsim.bench import replay_memory\nprint(*replay_memory())\n"
+    code = "from refsim.cli.bench import replay_memory\nprint(*replay_memory())\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=1800, check=False, env=env)
     try:
@@ -601,8 +601,8 @@ def fuzz_over_http(say: Callable[[str], None]) -> list[Figure]:
     same machine in process: the requests it really sent per step, beside those its rules
     make, and its seconds per step, beside the in-process run's (wall clock, both); a
     target of 4x seconds per step is a quarter of the in-process steps per second."""
-    from refsim.bench_http import _served
     from refsim.check.observe import KEY_A, KEY_B
+    from refsim.cli.bench_http import _served
     from refsim.testing.fuzz import FuzzTarget, run_machine
 
     say(f"refsim fuzz over HTTP against a served host, {HTTP_EXAMPLES} examples x "
