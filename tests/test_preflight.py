@@ -23,7 +23,8 @@ import pytest
 from refsim import SimHost
 from refsim.check.findings import Disposition, Row, ok
 from refsim.check.observe import KEY_A, KEY_B, discovery_refused
-from refsim.cli import _discovery, _nothing_observed, main
+from refsim.cli import main
+from refsim.cli.check import discovery_of, nothing_observed
 from refsim.wire.httpclient import HttpClient
 from refsim.wire.server import background
 from refsim.zoo.correct import variant
@@ -75,7 +76,7 @@ def not_found() -> Iterator[str]:
 
 
 @pytest.mark.parametrize("command", ["check", "fuzz"])
-def test_a_server_that_answers_the_same_json_everywhere_is_refused_at_discovery(
+def test_a_server_that_answers_the_same_json_everywhere_is_refused_atdiscovery_of(
         command: str, same_json: str, capsys: pytest.CaptureFixture[str]) -> None:
     strict = ["--strict"] if command == "check" else []
     assert main([command, "--base-url", same_json, "--api-key", "k", *strict]) == 2
@@ -127,16 +128,16 @@ def test_the_shape_row_is_no_pass_beside_a_host_over_http(
 def test_a_run_that_observed_no_claim_exits_2_with_one_line() -> None:
     blocked = [Row.unjudged("r", "s", Disposition.BLOCKED, "the host lists no fixture x"),
                Row.unjudged("q", "s", Disposition.INAPPLICABLE, "not advertised")]
-    code, line = _nothing_observed(blocked, _discovery(SimHost(seed=0))) or (None, "")
+    code, line = nothing_observed(blocked, discovery_of(SimHost(seed=0))) or (None, "")
     assert code == 2 and "no row observed a claim of RFC 0252" in line
     assert "the host lists no fixture x" in line
     # A host without recordedFixtures: RFC 0252's verdict on it, once, exit 0.
-    code, line = _nothing_observed(blocked, _discovery(variant("no-recorded-fixtures").host())) or (
-        None, "")
+    bare = discovery_of(variant("no-recorded-fixtures").host())
+    code, line = nothing_observed(blocked, bare) or (None, "")
     assert code == 0 and line.startswith("inapplicable: the host does not advertise")
     # A row executed: nothing to say.
     passed = Row.judged("r", "s", [ok("r", "seen")])
-    assert _nothing_observed([passed, *blocked], _discovery(SimHost(seed=0))) is None
+    assert nothing_observed([passed, *blocked], discovery_of(SimHost(seed=0))) is None
 
 
 def test_fuzz_refuses_up_front_a_host_it_would_send_nothing(

@@ -1,45 +1,34 @@
-"""The `refsim` command line: check, conformance, examples, invariants, list, demo, doc."""
+"""The `refsim` command line: the parser, `main`, and the small commands (`demo`, `doc`).
+
+Each command's work lives beside it: `check` and its parts in `check.py`, the campaigns
+(`fuzz`, `mutants`, `diff`, `falsify`, `bench`) in `campaigns.py`, `serve` in `http.py`,
+what they share in `common.py`. A new command goes in the module of its kind, and gets its
+subparser in `build_parser` here."""
 
 from __future__ import annotations
 
 import argparse
-import collections
-import contextlib
 import gc
-import json
 import os
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from refsim.cli.campaigns import (
+    bench_command,
+    diff_command,
+    falsify_command,
+    fuzz_command,
+    mutants_command,
+)
+from refsim.cli.check import check_command, list_command
+from refsim.cli.common import EXIT_USAGE, MAX_FUZZ_JOBS
 from refsim.domain.profile import PROFILES, profile_named
-from refsim.wire.client import HostClient
 
-if TYPE_CHECKING:
-    from refsim.check.findings import Row
-    from refsim.check.runner import HostRecipe
-    from refsim.wire.response import Response
-
-EXIT_USAGE = 2
-# `refsim fuzz --jobs` starts this many processes at most: each runs its own machine.
-MAX_FUZZ_JOBS = 64
 # The options that name a file a command writes (the destinations argparse gives them).
 _OUTPUT_OPTIONS = ("json", "junit", "html", "http_json", "write")
-
-
-def _counts_refused(command: str, *counts: tuple[str, int, int, int | None]) -> bool:
-    """Whether any (option, value, least, most) is out of range; says which, once."""
-    for option, value, least, most in counts:
-        if value < least or (most is not None and value > most):
-            bound = f"{least} to {most}" if most is not None else f"at least {least}"
-            print(f"refsim {command}: {option} takes a whole number, {bound}",
-                  file=sys.stderr)
-            return True
-    return False
 
 
 def _unwritable(path: str) -> str | None:
@@ -133,611 +122,6 @@ def _doc(args: argparse.Namespace) -> int:
         print(f"refsim doc: cannot write {out}: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(f"wrote {out} ({len(text.splitlines())} lines)")
-    return 0
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector rests while a check runs in process: the check is bounded
-    (about 1,600 requests to a fresh host) and short, and the collector's passes over what
-    it allocates cost a tenth of it. The cycles it leaves are collected once, after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def _run(args: argparse.Namespace, parts: Sequence[str]) -> int:
-    from refsim.check import report
-    from refsim.check.assume import AssumptionError, parse
-    from refsim.check.runner import Target, changes, explain, run_parts
-
-    try:
-        readings = tuple(parse(args.assume or []))
-    except AssumptionError as exc:
-        print(f"refsim: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    target = Target(profile=args.profile, readings=readings, seed=args.seed)
-    remote = _remote(args)
-    if isinstance(remote, int):
-        return remote
-    trace_dir = _trace_dir(args)
-    if isinstance(trace_dir, int):
-        return trace_dir
-    from refsim.check import evidence
-    from refsim.check.observe import KEY_A, KEY_B
-    from refsim.progress import EXIT_INTERRUPTED, Stopped
-    from refsim.wire.trace import Trace, recording
-    trace = Trace()  # every exchange, for a failed row's evidence (and --trace)
-    keys = ({"acme": remote[1], "globex": remote[2] or ""} if remote is not None
-            else {"acme": KEY_A, "globex": KEY_B})
-    try:
-        with recording(trace):
-            if remote is None:
-                with _collector_paused():
-                    rows = run_parts(target, parts, args.prefix, lanes=args.lanes)
-            else:
-                client, api_key, tenant_b = remote
-                refused = _keys_refused(client, api_key, tenant_b)
-                if refused is not None:
-                    print(f"refsim: {refused}", file=sys.stderr)
-                    return EXIT_USAGE
-                try:
-                    rows = run_parts(target, parts, args.prefix, client=client,
-                                     api_key=api_key, tenant_b_key=tenant_b, lanes=args.lanes,
-                                     say=lambda line: print(f"refsim: {line}",
-                                                            file=sys.stderr))
-                finally:  # the lanes' keys are redacted as the caller's are
-                    from refsim.check.lanes import minted
-                    keys.update(minted(client))
-    except ValueError as exc:  # HostUnreachable is one: a clear line, not a traceback
-        print(f"refsim: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except Stopped as stopped:  # Ctrl-C: the rows judged by then, then PARTIAL
-        done = evidence.attach(stopped.partial, trace, keys, remote=remote is not None)
-        if done:
-            print(report.to_text(done, remote[0].name if remote is not None
-                                 else target.label))
-        print(f"PARTIAL: stopped (Ctrl-C) during part {stopped.done + 1} of {stopped.total} "
-              f"({', '.join(parts)}); {len(done)} row(s) judged before it are above, the "
-              "rest were not judged")
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:  # during the preflight, before any row
-        print("PARTIAL: stopped (Ctrl-C) before any row was judged")
-        return EXIT_INTERRUPTED
-    rows = evidence.attach(rows, trace, keys, remote=remote is not None)
-    label = target.label if remote is None else remote[0].name
-    if not rows:
-        print(f"refsim: no check matches {args.prefix!r}", file=sys.stderr)
-        return EXIT_USAGE
-    found = []
-    if readings:
-        baseline = run_parts(Target(profile=args.profile, seed=args.seed), parts, args.prefix)
-        found = changes(baseline, rows)
-    discovery = _discovery(remote[0] if remote is not None else target.host())
-    unobserved = _nothing_observed(rows, discovery)
-    if unobserved is not None and unobserved[0] == 0:
-        print(f"refsim against {label}: {unobserved[1]}")  # the one verdict, once
-    else:
-        print(report.to_text(rows, label, changed={(c.row.requirement_id, c.row.check_id)
-                                                   for c in found}))
-    from refsim.check.sampled import sizes_line
-    line = sizes_line(rows, args.seed)
-    if line is not None:
-        print(line)
-    untested = _untested(discovery)
-    if readings:
-        print()
-        print(explain(readings, found))
-    generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assumed = [{"name": r.name, "value": r.value, "reading": r.meaning} for r in readings]
-    report.write_reports(rows, label, args.json, args.junit, generated_at=generated,
-                         assumptions=assumed or None)
-    _with_sample(rows, args)
-    if trace_dir is not None:
-        written = evidence.write_rows(trace_dir, report.judged(rows), trace, keys)
-        print(f"trace: {len(written)} HAR 1.2 file(s) in {trace_dir} (one per row that sent "
-              "requests; keys redacted as the variables that hold them)")
-    code = report.verdict(rows)
-    if unobserved is not None and unobserved[0] != 0:
-        if untested is not None:
-            print(f"untested: {untested}")
-        print(f"refsim: {unobserved[1]}")
-        return unobserved[0]
-    if untested is not None:
-        print(f"untested: {untested}" + (" (--strict: exit 2)" if args.strict else ""))
-        if args.strict and code == 0:
-            return report.EXIT_UNKNOWN
-    return code
-
-
-def _nothing_observed(rows: Sequence[Row], discovery: Response | None
-                      ) -> tuple[int, str] | None:
-    """Where no row observed a claim of RFC 0252 (none executed): the exit code and the one
-    line that says so. A host whose discovery does not advertise recordedFixtures gets
-    RFC 0252's verdict on it, inapplicable, once, with the reason (exit 0, as the OpenWOP
-    gating rules have it); any other such run exits 2: nothing was judged. None where a
-    row was executed."""
-    from refsim.check import report
-    from refsim.check.findings import Disposition
-    from refsim.check.observe import gate
-    judged = report.judged(rows)
-    if not judged or any(r.disposition in (Disposition.EXECUTED_PASS,
-                                           Disposition.EXECUTED_FAIL) for r in judged):
-        return None
-    gated = gate(discovery, fixtures=False) if discovery is not None else None
-    if gated is not None and not gated.applies and not gated.unread:
-        return 0, (f"inapplicable: {gated.reason}, and RFC 0252's rows apply only to a host "
-                   f"that does ({len(judged)} rows, none run; the JSON report lists each)")
-    counts = collections.Counter(r.disposition.value for r in judged)
-    first = next((r for r in judged if r.disposition is Disposition.BLOCKED), judged[0])
-    return report.EXIT_UNKNOWN, (
-        "no row observed a claim of RFC 0252 on this host (" + ", ".join(
-            f"{n} {d}" for d, n in sorted(counts.items())) + f"); the first: {first.detail}")
-
-
-def _trace_dir(args: argparse.Namespace) -> Path | int | None:
-    """The folder --trace names (made here), None without it; the usage exit code when it
-    cannot be a folder."""
-    if getattr(args, "trace", None) is None:
-        return None
-    path = Path(args.trace)
-    if path.exists() and not path.is_dir():
-        print(f"refsim: --trace names a folder for the HAR files; {path} is a file",
-              file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"refsim: cannot make the --trace folder {path}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return EXIT_USAGE
-    return path
-
-
-def _with_sample(rows: Sequence[Row], args: argparse.Namespace) -> None:
-    """The JSON report (where written) carries the seed and each class's sample size, so
-    that `--seed` repeats the sample it judged."""
-    from refsim.check.sampled import sample_sizes
-    if args.json is None:
-        return
-    path = Path(args.json)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # not a file that keeps what was written (/dev/null)
-        return
-    doc["sample"] = {"seed": args.seed, "sizes": sample_sizes(rows)}
-    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def _keys_refused(client: HostClient, api_key: str, tenant_b: str | None) -> str | None:
-    """Why the host at --base-url cannot be checked, in one line, or None: it answers no
-    OpenWOP v2 discovery document (asked first: a server that is no host gets this line,
-    never a table of rows), it cannot be reached, or the keys cannot drive it."""
-    from refsim.check.observe import discovery_refused, keys_refused
-    try:
-        return discovery_refused(client) or keys_refused(client, api_key, tenant_b)
-    except ValueError as exc:  # HostUnreachable: the URL the user gave, what went wrong
-        return str(exc)
-
-
-def _discovery(client: HostClient) -> Response | None:
-    """The host's discovery answer, read once after the rows for what the verdict says of
-    it (None where the host can no longer be reached)."""
-    try:
-        return client.request("GET", "/.well-known/openwop")
-    except ValueError:  # HostUnreachable
-        return None
-
-
-def _untested(discovery: Response | None) -> str | None:
-    """An advertised capability the gate left unjudged (no conformance fixtures listed)."""
-    from refsim.check.observe import gate
-    return None if discovery is None else gate(discovery).untested
-
-
-def _remote(args: argparse.Namespace) -> tuple[HostClient, str, str | None] | int | None:
-    """The HTTP host named by --base-url (or OPENWOP_BASE_URL), with its keys; None for
-    the built-in host; an exit code when the options do not make sense."""
-    if args.base_url is not None and not args.base_url.strip():
-        print("refsim: --base-url is empty: give the host's URL, or leave the option out to "
-              "check the built-in host", file=sys.stderr)
-        return EXIT_USAGE
-    base_url = args.base_url or os.environ.get("OPENWOP_BASE_URL")
-    if not base_url:
-        for option, given in (("--api-key", args.api_key),
-                              ("--tenant-b-api-key", args.tenant_b_api_key)):
-            if given is not None:
-                print(f"refsim: {option} names a key of the host at --base-url; without "
-                      "--base-url the built-in host is checked, with its own keys",
-                      file=sys.stderr)
-                return EXIT_USAGE
-        return None  # the HTTP client and uvicorn stay unimported: most of a local check's start-up
-    from refsim.wire.httpclient import HttpClient
-    if getattr(args, "assume", None):
-        print("refsim: --assume reads an open point in the built-in host; it cannot change "
-              "a host at --base-url", file=sys.stderr)
-        return EXIT_USAGE
-    if getattr(args, "profile", None) not in (None, "reference"):
-        print("refsim: --profile builds the built-in host another way; it cannot change a "
-              "host at --base-url", file=sys.stderr)
-        return EXIT_USAGE
-    api_key = args.api_key or os.environ.get("OPENWOP_API_KEY")
-    if not api_key:
-        print("refsim: --base-url needs --api-key (or OPENWOP_API_KEY)", file=sys.stderr)
-        return EXIT_USAGE
-    tenant_b = args.tenant_b_api_key or os.environ.get("OPENWOP_TEST_TENANT_B_API_KEY")
-    try:
-        return HttpClient(base_url), api_key, tenant_b
-    except ValueError as exc:
-        print(f"refsim: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def _fuzz(args: argparse.Namespace) -> int:
-    from refsim.testing.fuzz import FuzzTarget
-
-    if _counts_refused("fuzz", ("--jobs", args.jobs, 1, MAX_FUZZ_JOBS),
-                       ("--max-examples", args.max_examples, 1, None),
-                       ("--steps", args.steps, 1, None)):
-        return EXIT_USAGE
-    if args.duration is not None and not args.duration > 0:
-        print("refsim fuzz: --duration takes a positive number of seconds", file=sys.stderr)
-        return EXIT_USAGE
-    from refsim.testing.fuzz import is_redis
-    folder = args.database is not None and not is_redis(args.database)
-    if folder and Path(args.database).exists() and not Path(args.database).is_dir():
-        print(f"refsim fuzz: --database names a folder (an example database); "
-              f"{args.database} is not one", file=sys.stderr)
-        return EXIT_USAGE
-    if args.replay and args.database is None:
-        print("refsim fuzz: --replay reads the example database: give --database DIR (or "
-              "redis://HOST:PORT/N)",
-              file=sys.stderr)
-        return EXIT_USAGE
-    if args.replay and (args.jobs > 1 or args.duration is not None):
-        print("refsim fuzz: --replay runs what the database holds once; it takes no --jobs "
-              "or --duration", file=sys.stderr)
-        return EXIT_USAGE
-    if args.replay and folder and not Path(args.database).is_dir():
-        print(f"refsim fuzz: --replay reads an example database; {args.database} does not "
-              "exist (a campaign run with --database DIR makes it)", file=sys.stderr)
-        return EXIT_USAGE
-    remote = _remote(args)
-    if isinstance(remote, int):
-        return remote
-    if remote is None:
-        recipe = _zoo_host(args)
-        if isinstance(recipe, int):
-            return recipe
-        target = FuzzTarget(profile=args.profile, recipe=recipe)
-    else:
-        client, api_key, tenant_b = remote
-        keys = {"acme": api_key, **({"globex": tenant_b} if tenant_b else {})}
-        refused = _keys_refused(client, api_key, tenant_b)
-        if refused is not None:
-            print(f"refsim: {refused}", file=sys.stderr)
-            return EXIT_USAGE
-        print(f"fuzzing {client.name} over HTTP; it sends only what discovery advertises "
-              "(seams, fixtures, capabilities); white-box checks skipped (derivation "
-              "fidelity, egress credentials in derived entries, erasure reaching the copy "
-              "store, re-resolution counts need the simulator's insides)")
-        target = FuzzTarget(base_url=client.name, keys=keys)
-    from refsim.check.observe import surface_of
-    try:
-        offered = surface_of(target.factory()())
-    except ValueError as exc:  # HostUnreachable: one line, the URL given
-        print(f"refsim fuzz: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if not offered.advertises("recordedFixtures"):
-        # Every rule of the machine rests on it: the run would send nothing and prove
-        # nothing, so it is refused before it starts.
-        print("refsim fuzz: the host does not advertise agents.evalSuite.recordedFixtures: "
-              "RFC 0252 does not apply there and the machine would send it nothing (refsim "
-              "check gives its rows the inapplicable verdict)", file=sys.stderr)
-        return EXIT_USAGE
-    from refsim.testing.fuzz import DatabaseUnavailable, database_entries, open_database
-    database = args.database
-    if database is not None:
-        try:
-            if folder:
-                Path(database).mkdir(parents=True, exist_ok=True)
-            open_database(database)
-        except OSError as exc:
-            print(f"refsim fuzz: cannot make the example database {database}: "
-                  f"{exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
-        except DatabaseUnavailable as exc:
-            print(f"refsim fuzz: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        before = database_entries(database)
-        print(f"example database: {database} ({before} entr{'y' if before == 1 else 'ies'} "
-              "before this run)", flush=True)
-    code = _fuzz_run(args, target, database)
-    if database is not None:
-        after = database_entries(database)
-        print(f"example database: {database} holds {after} entr"
-              f"{'y' if after == 1 else 'ies'} after this run (it had {before})")
-    return code
-
-
-def _fuzz_run(args: argparse.Namespace, target: Any, database: str | None) -> int:
-    import random
-
-    from refsim.progress import EXIT_INTERRUPTED, Progress
-    from refsim.testing.fuzz import (
-        campaign,
-        print_reproduction,
-        report,
-        report_campaign,
-        run_machine,
-    )
-
-    trace_dir = _trace_dir(args)
-    if isinstance(trace_dir, int):
-        return trace_dir
-    if args.jobs > 1 or args.duration is not None:
-        if trace_dir is not None:
-            print("refsim fuzz: --trace writes the counterexample of one process; a "
-                  "campaign's runs in another: replay it with --replay --database DIR "
-                  "--trace DIR", file=sys.stderr)
-            return EXIT_USAGE
-        base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(
-            2**32)
-        total, unit = (args.duration, "s") if args.duration is not None else (args.jobs,
-                                                                              "batch")
-        with Progress(total, "campaign", unit=unit, quiet=args.quiet) as bar:
-            outcome = campaign(target, jobs=args.jobs, duration=args.duration,
-                               max_examples=args.max_examples, steps=args.steps,
-                               base_seed=base_seed, database=database, progress=bar,
-                               sweep=not args.no_sweep)
-        return report_campaign(outcome, sys.stdout, target=target, database=database,
-                               steps=args.steps)
-    with Progress(None if args.replay else args.max_examples, "examples", unit="example",
-                  quiet=args.quiet) as bar:
-        make = target.factory()
-
-        def counted() -> Any:
-            bar.advance()
-            return make()
-        result = run_machine(counted, max_examples=args.max_examples, steps=args.steps,
-                             seed_value=args.seed, extended=target.extended,
-                             keys=target.keys, database=target.database(database, args.steps),
-                             replay_only=args.replay, stoppable=True,
-                             programs=not args.no_sweep)
-    if result.interrupted:
-        machine = result.machine
-        print(f"PARTIAL: stopped (Ctrl-C) after {machine.examples_run} example(s), "
-              f"{machine.steps_taken} step(s), {machine.requests_made} request(s); no "
-              "counterexample so far. Branches reached:")
-        for branch, count in sorted(machine.branches.items()):
-            print(f"  {branch:<28} {count}")
-        return EXIT_INTERRUPTED
-    if args.replay and result.passed and result.machine.examples_run == 0:
-        from refsim.testing.fuzz import database_entries
-        print(f"nothing to replay: the database at {database} holds no example of this "
-              f"target ({target.label(args.steps)}); its {database_entries(str(database))} "
-              "entr(y/ies) are other targets' (each target's are filed under the options "
-              "that name it and --steps: replay with those)")
-        return EXIT_USAGE
-    if args.replay and result.passed:
-        print(f"nothing failed: none of the {result.machine.examples_run} example(s) the "
-              f"database at {database} holds for this target fails against this host")
-        return 0
-    code = report(result, sys.stdout, target)
-    if not result.passed:
-        print_reproduction(sys.stdout, target=target, database=database, steps=args.steps,
-                           seed_value=args.seed)
-        if trace_dir is not None and result.exchanges:
-            from refsim.testing.fuzz import write_counterexample_har
-            path = write_counterexample_har(result, trace_dir, target)
-            print(f"trace: the failing example's {len(result.exchanges)} exchange(s) as HAR "
-                  f"1.2 in {path} (keys redacted as the variables that hold them)")
-    return code
-
-
-def _bench(args: argparse.Namespace) -> int:
-    if args.bench_target == "http":
-        import importlib
-        try:
-            module = importlib.import_module("refsim.cli.bench_http")
-        except ImportError as exc:
-            print(f"refsim bench http: not available in this build ({exc})", file=sys.stderr)
-            return EXIT_USAGE
-        refused = module.arguments_refused(args.clients, args.seconds)
-        if refused is not None:
-            print(f"refsim bench http: {refused}", file=sys.stderr)
-            return EXIT_USAGE
-        code: int = module.run(clients=args.clients, seconds=args.seconds,
-                               json_path=args.http_json, out=sys.stdout)
-        return code
-    from refsim.cli.bench import run
-    return run(json_path=args.json, skip_slow=args.skip_slow, out=sys.stdout)
-
-
-def _zoo_host(args: argparse.Namespace) -> HostRecipe | int | None:
-    """The zoo host `--mutant` or `--variant` names (--mutant where both do, as it always
-    was), or None; an unknown name is one line and the usage exit code."""
-    from refsim.zoo.correct import variant
-    from refsim.zoo.faulty import mutant
-    found: list[HostRecipe] = []
-    for name, look_up, where in ((args.variant, variant, "correct host named {!r} in the "
-                                  "pass zoo"),
-                                 (args.mutant, mutant, "faulty host named {!r} in the zoo")):
-        if name is not None:
-            try:
-                found.append(look_up(name))
-            except KeyError:
-                print(f"refsim fuzz: no {where.format(name)}", file=sys.stderr)
-                return EXIT_USAGE
-    return found[-1] if found else None
-
-
-def _mutants(args: argparse.Namespace) -> int:
-    import math
-
-    from refsim.zoo.faulty import ZOO
-    from refsim.zoo.matrices import SHRINK_BUDGET, kill_matrix_json, print_matrix, write_json
-
-    if _counts_refused("mutants", ("--machine-examples", args.machine_examples, 0, None),
-                       ("--machine-steps", args.machine_steps, 1, None)):
-        return EXIT_USAGE
-    from refsim.zoo.correct import PASS_ZOO
-    chosen = [m for m in ZOO if not args.only or m.name in args.only]
-    if args.only and not chosen and not any(v.name in args.only for v in PASS_ZOO):
-        print("refsim: no faulty or correct host matches --only", file=sys.stderr)
-        return EXIT_USAGE
-    if args.only and not chosen:
-        args.pass_only = True
-    budget = SHRINK_BUDGET if args.shrink_budget is None else args.shrink_budget
-    if not (math.isfinite(budget) and budget >= 0):
-        print("refsim mutants: --shrink-budget takes a non-negative number of seconds",
-              file=sys.stderr)
-        return EXIT_USAGE
-    from refsim.progress import EXIT_INTERRUPTED, Progress, Stopped
-    from refsim.zoo.matrices import pass_matrix_json, print_pass_matrix
-    code = 0
-    doc: dict[str, Any] = {"mutants": [], "requirements": []}
-    stopped: Stopped | None = None
-    if not args.pass_only:
-        with Progress(len(chosen), "faulty hosts", unit="host", quiet=args.quiet) as bar:
-            try:
-                doc = kill_matrix_json(chosen, machine_examples=args.machine_examples,
-                                       machine_steps=args.machine_steps,
-                                       http=not args.no_http, jobs=args.jobs,
-                                       shrink_budget=budget, progress=bar,
-                                       programs=not args.no_sweep)
-            except Stopped as exc:
-                stopped, doc = exc, exc.partial
-        code = print_matrix(doc, sys.stdout)
-    if not args.no_pass and stopped is None:
-        names = [v.name for v in PASS_ZOO if not args.only or v.name in args.only]
-        print("\nThe pass matrix: correct hosts, each the reference host with one difference "
-              "the RFC allows; every cell must pass", flush=True)
-        with Progress(len(names), "correct hosts", unit="host", quiet=args.quiet) as bar:
-            try:
-                doc["correct"] = pass_matrix_json(
-                    names, http=not args.no_http, machine=args.machine_examples > 0,
-                    jobs=args.jobs, progress=bar)
-            except Stopped as exc:
-                stopped, doc["correct"] = exc, exc.partial
-                doc["partial"] = {"correctJudged": exc.done, "of": exc.total}
-        code = max(code, print_pass_matrix(doc["correct"], sys.stdout))
-    if stopped is not None:
-        print(f"\nPARTIAL: stopped (Ctrl-C) after {stopped.done} of {stopped.total} hosts of "
-              "that matrix; what was judged is above" + (
-                  ", and in " + " and ".join(filter(None, (args.json, args.html)))
-                  if args.json or args.html else ""), flush=True)
-    if args.json:
-        write_json(doc, args.json)
-    if args.html:
-        from refsim.demo.matrix import render_matrix
-        try:
-            Path(args.html).write_text(render_matrix(doc), encoding="utf-8")
-        except OSError as e:
-            print(f"refsim mutants: cannot write {args.html}: {e}", file=sys.stderr)
-            return EXIT_USAGE
-    return EXIT_INTERRUPTED if stopped is not None else code
-
-
-def _diff(args: argparse.Namespace) -> int:
-    from refsim.check.assume import AssumptionError
-    from refsim.testing.diff import Pair, every_reading, report, run_diff, summary_line, write_json
-
-    if _counts_refused("diff", ("--max-examples", args.max_examples, 1, None),
-                       ("--steps", args.steps, 1, None)):
-        return EXIT_USAGE
-    if args.all:
-        pairs = every_reading()
-    elif args.assume or args.against:
-        pairs = [Pair(tuple(args.assume or ()), args.profile, args.against)]
-    else:
-        print("refsim diff: name what to diff: --assume NAME=VALUE, --profile A --against B, "
-              "or --all", file=sys.stderr)
-        return EXIT_USAGE
-    from refsim.progress import EXIT_INTERRUPTED, Progress
-    results = []
-    total, unit = (len(pairs), "reading") if args.all else (args.max_examples, "example")
-    stopped = False
-    with Progress(total, "readings diffed" if args.all else "examples", unit=unit,
-                  quiet=args.quiet) as bar:
-        for pair in pairs:
-            try:
-                result = run_diff(pair, max_examples=args.max_examples, steps=args.steps,
-                                  seed=args.seed,
-                                  on_example=None if args.all else bar.advance)
-            except AssumptionError as exc:
-                print(f"refsim: {exc}", file=sys.stderr)
-                return EXIT_USAGE
-            except KeyboardInterrupt:
-                stopped = True
-                break
-            results.append(result)
-            if args.all:
-                bar.advance(1, " ".join(pair.assume) or pair.label)
-                bar.say(summary_line(result))
-            else:
-                bar.close()
-                report(result, sys.stdout)
-    if stopped:
-        print(f"PARTIAL: stopped (Ctrl-C) after {len(results)} of {len(pairs)} reading(s) "
-              "diffed" + ("; the one under way found nothing before it stopped"
-                          if not args.all else ""))
-    if args.json:
-        try:
-            write_json(results, args.json, every=args.all, partial={
-                "diffed": len(results), "of": len(pairs)} if stopped else None)
-        except OSError as e:
-            print(f"refsim diff: cannot write {args.json}: {e}", file=sys.stderr)
-            return EXIT_USAGE
-    if stopped:
-        return EXIT_INTERRUPTED
-    if any(r.found for r in results):
-        return 1
-    return 2 if any(r.inconclusive for r in results) else 0
-
-
-def _falsify(args: argparse.Namespace) -> int:
-    from refsim.progress import EXIT_INTERRUPTED, Progress, Stopped
-    from refsim.zoo.falsify import CACHE_PATH, compute, load_breaks, load_cache, report, write
-    from refsim.zoo.faulty import ZOO
-
-    try:
-        load_breaks()  # the table's host list agrees with the zoo: said before any work
-    except ValueError as exc:
-        print(f"refsim falsify: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    doc = load_cache() if args.cached else None
-    stopped: Stopped | None = None
-    if doc is None:
-        with Progress(len(ZOO), "faulty hosts", unit="host", quiet=args.quiet) as bar:
-            try:
-                doc = compute(jobs=args.jobs, progress=bar)
-            except Stopped as exc:
-                stopped, doc = exc, exc.partial
-    report(doc, sys.stdout)
-    if stopped is not None and args.write:  # a partial table is no cache
-        print(f"not written to {args.write}: the table is partial (--json keeps it)")
-    for path in filter(None, (None if stopped else args.write, args.json)):
-        try:
-            write(doc, path)
-        except OSError as e:
-            print(f"refsim falsify: cannot write {path}: {e}", file=sys.stderr)
-            return EXIT_USAGE
-    if args.cached and not CACHE_PATH.exists():
-        print(f"({CACHE_PATH} is missing: computed afresh)")
-    if stopped is not None:
-        print(f"PARTIAL: stopped (Ctrl-C) after {stopped.done} of {stopped.total} faulty hosts")
-        return EXIT_INTERRUPTED
-    return 0
-
-
-def _list(args: argparse.Namespace) -> int:
-    from refsim.check.registry import load_registry
-    print(load_registry().format_list())
     return 0
 
 
@@ -917,9 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "a second process take half the parts where the machine has "
                             "two CPUs; 1: one after another; "
                             f"default {DEFAULT_LANES}, at most {MAX_LANES}")
-        p.set_defaults(func=lambda a, parts=parts: _run(a, parts))
+        p.set_defaults(func=lambda a, parts=parts: check_command(a, parts))
     lst = sub.add_parser("list", help="print every requirement with its section and checks")
-    lst.set_defaults(func=_list)
+    lst.set_defaults(func=list_command)
     fuzz = sub.add_parser("fuzz", help="run the stateful Hypothesis machine against the host")
     fuzz.add_argument("--max-examples", type=int, default=100,
                       help="examples per run (per batch of a campaign)")
@@ -963,14 +347,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_remote_options(fuzz, *_FUZZ_REMOTE)
     fuzz.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")
-    fuzz.set_defaults(func=_fuzz)
+    fuzz.set_defaults(func=fuzz_command)
     bench = sub.add_parser("bench", help="measure replay, recording, derivation, the machine, "
                                          "check and mutants beside calibrations; print "
                                          "each figure with its target")
     bench.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     bench.add_argument("--skip-slow", action="store_true",
                        help="leave out `refsim mutants` (minutes)")
-    bench.set_defaults(func=_bench, bench_target=None)
+    bench.set_defaults(func=bench_command, bench_target=None)
     bench_sub = bench.add_subparsers(dest="bench_target")
     bench_http = bench_sub.add_parser("http", help="the HTTP server under concurrent clients")
     bench_http.add_argument("--clients", type=int, default=8,
@@ -1015,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "fuzz and diff")
     mutants.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")
-    mutants.set_defaults(func=_mutants)
+    mutants.set_defaults(func=mutants_command)
     demo = sub.add_parser("demo", help="a narrated walk through RFC 0252 on the built-in "
                                        "host; writes a report folder")
     demo.add_argument("--out", default="refsim-demo", metavar="DIR",
@@ -1052,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", metavar="PATH", help="write the result(s) as JSON")
     diff.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")
-    diff.set_defaults(func=_diff)
+    diff.set_defaults(func=diff_command)
     falsify = sub.add_parser("falsify", help="compute RFC 0252's falsifiability table from "
                                              "the zoo and print it beside the RFC's")
     falsify.add_argument("--write", metavar="PATH",
@@ -1065,9 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="processes to spread the hosts over (default: one per core)")
     falsify.add_argument("--quiet", action="store_true",
                         help="no progress bar (none is drawn when stderr is not a terminal)")
-    falsify.set_defaults(func=_falsify)
-    from refsim.cli import http as cli_http
-    cli_http.register(sub)
+    falsify.set_defaults(func=falsify_command)
+    from refsim.cli import http
+    http.register(sub)
     for name, subparser in sub.choices.items():
         _describe(subparser, name)
     _describe(bench_http, "http")
