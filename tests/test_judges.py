@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refsim.check import judges
+from refsim.check import judges, judges_echo
 from refsim.check.findings import Finding
 from refsim.check.scenario import load_vectors
 from refsim.domain.ids import project
@@ -105,10 +105,11 @@ def summary(misses: int = 0, passed: bool = True) -> dict[str, Any]:
 # -- coverage of this file itself ---------------------------------------------------------------
 
 def _judge_names() -> list[str]:
-    """Public functions of refsim.check.judges that return findings."""
+    """Public functions of refsim.check.judges (defined in its judges_* modules) that
+    return findings."""
     names = []
     for name, fn in inspect.getmembers(judges, inspect.isfunction):
-        if name.startswith("_") or fn.__module__ != judges.__name__:
+        if name.startswith("_") or not fn.__module__.startswith(judges.__name__):
             continue
         if "Finding" in str(inspect.signature(fn).return_annotation):
             names.append(name)
@@ -1565,7 +1566,7 @@ def test_echoed_joins_the_decodings_apart_whichever_separator_the_id_holds(
     plain = sorted(w for w in judges._id_windows(supplied) if any(w in t for t in texts))
     # by the text's runs (a short text, an id of many windows), and by searches
     assert judges.echoed(text + supplied[1:-1], supplied) == plain
-    with mock.patch.object(judges, "_GRAMS_TEXT_MAX", 0):
+    with mock.patch.object(judges_echo, "_GRAMS_TEXT_MAX", 0):
         assert judges.echoed(text + supplied[1:-1], supplied) == plain
 
 
@@ -1578,7 +1579,7 @@ def test_echoed_by_runs_finds_what_each_search_finds(supplied: str, text: str) -
     of many windows): the windows a search of each decoding finds, shorter forms' included."""
     texts = judges._decodings(text)
     plain = sorted(w for w in judges._id_windows(supplied) if any(w in t for t in texts))
-    with mock.patch.object(judges, "_GRAMS_FROM", 0):
+    with mock.patch.object(judges_echo, "_GRAMS_FROM", 0):
         assert judges.echoed(text, supplied) == plain
 
 
