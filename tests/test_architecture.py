@@ -206,10 +206,13 @@ def test_no_domain_entry_point_takes_a_request_dict() -> None:
             assert "dict[str, Any]" not in str(param.annotation), f"HostCore.{name}({param})"
 
 
-# Where a verdict may be written: a judge (check/judges.py) or an expectation class
-# (check/expectations.py); findings.py defines the constructors.
-VERDICT_HOMES = frozenset({"refsim.check.judges", "refsim.check.expectations",
-                           "refsim.check.findings"})
+# Where a verdict may be written: a judge (check/judges.py and its judges_*.py) or an
+# expectation class (check/expectations.py); findings.py defines the constructors.
+VERDICT_HOMES = frozenset({"refsim.check.judges", "refsim.check.judges_answers",
+                           "refsim.check.judges_content", "refsim.check.judges_controls",
+                           "refsim.check.judges_echo", "refsim.check.judges_replay",
+                           "refsim.check.judges_timing", "refsim.check.judges_uniform",
+                           "refsim.check.expectations", "refsim.check.findings"})
 
 
 def _verdicts_written(name: str, path: Path) -> list[str]:
@@ -247,13 +250,15 @@ def test_the_verdict_rule_finds_a_finding_built_elsewhere(tmp_path: Path) -> Non
 
 
 def test_the_machine_fails_a_step_only_on_a_judges_finding() -> None:
-    """refsim.testing.stateful raises a violation only in `judged`, on a judge's finding."""
-    path = ROOT / "testing" / "stateful.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    callers = sorted({fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef)
-                      for node in ast.walk(fn) if isinstance(node, ast.Call)
-                      and isinstance(node.func, ast.Name) and node.func.id == "expect"})
-    assert callers == ["judged"]
+    """The machine (refsim.testing.stateful and the sibling modules it is assembled from)
+    raises a violation only in `judged`, on a judge's finding."""
+    callers: set[str] = set()
+    for path in (ROOT / "testing").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        callers |= {fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef)
+                    for node in ast.walk(fn) if isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name) and node.func.id == "expect"}
+    assert sorted(callers) == ["judged"]
 
 
 def test_the_package_root_holds_its_face_and_at_most_two_modules() -> None:
