@@ -265,3 +265,25 @@ def test_the_package_root_holds_its_face_and_at_most_two_modules() -> None:
     loose = sorted(p.name for p in ROOT.glob("*.py") if p.name not in FACE)
     assert len(loose) <= LOOSE_MAX, f"loose modules in refsim/: {loose}: put them in a package"
 
+
+
+def _too_long(root: Path) -> list[str]:
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > LINES_MAX and LONG_BECAUSE not in text[:2000]:
+            out.append(f"{path.relative_to(root.parent)} ({text.count(chr(10))} lines)")
+    return out
+
+
+def test_no_source_file_runs_past_a_thousand_lines_without_a_reason() -> None:
+    assert _too_long(ROOT) == []
+
+
+def test_the_length_rule_finds_a_long_file(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "long.py").write_text("x = 1\n" * (LINES_MAX + 1), encoding="utf-8")
+    (package / "said.py").write_text(f'"""{LONG_BECAUSE} it must be."""\n' +
+                                     "x = 1\n" * (LINES_MAX + 1), encoding="utf-8")
+    assert _too_long(package) == [f"pkg/long.py ({LINES_MAX + 1} lines)"]

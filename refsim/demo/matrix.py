@@ -241,7 +241,7 @@ def render_matrix(doc: dict[str, Any]) -> str:
         'style-src \'unsafe-inline\'">'
         f"<title>refsim kill matrix: {h(summary)}</title><style>{CSS}</style></head>"
         "<body><main><h1>refsim kill matrix</h1>"
-        "<p>Each row is a faulty host of the zoo (<code>refsim/zoo/faulty.py</code>), one "
+        "<p>Each row is a faulty host of the zoo (<code>refsim/zoo/faulty/</code>), one "
         "swapped component each; each column a requirement id. A cell says who caught the "
         "fault on that requirement: "
         '<span class="legend"><span class="mk p">P</span>the checker in process, '
