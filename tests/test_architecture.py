@@ -206,12 +206,12 @@ def test_no_domain_entry_point_takes_a_request_dict() -> None:
             assert "dict[str, Any]" not in str(param.annotation), f"HostCore.{name}({param})"
 
 
-# Where a verdict may be written: a judge (check/judges.py and its judges_*.py) or an
+# Where a verdict may be written: a judge (the package check/judges/) or an
 # expectation class (check/expectations.py); findings.py defines the constructors.
-VERDICT_HOMES = frozenset({"refsim.check.judges", "refsim.check.judges_answers",
-                           "refsim.check.judges_content", "refsim.check.judges_controls",
-                           "refsim.check.judges_echo", "refsim.check.judges_replay",
-                           "refsim.check.judges_timing", "refsim.check.judges_uniform",
+VERDICT_HOMES = frozenset({"refsim.check.judges", "refsim.check.judges.answers",
+                           "refsim.check.judges.content", "refsim.check.judges.controls",
+                           "refsim.check.judges.echoes", "refsim.check.judges.replays",
+                           "refsim.check.judges.timing", "refsim.check.judges.uniformity",
                            "refsim.check.expectations", "refsim.check.findings"})
 
 
@@ -253,7 +253,7 @@ def test_the_machine_fails_a_step_only_on_a_judges_finding() -> None:
     """The machine (refsim.testing.stateful and the sibling modules it is assembled from)
     raises a violation only in `judged`, on a judge's finding."""
     callers: set[str] = set()
-    for path in (ROOT / "testing").glob("*.py"):
+    for path in (ROOT / "testing").rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         callers |= {fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef)
                     for node in ast.walk(fn) if isinstance(node, ast.Call)

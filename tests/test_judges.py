@@ -19,8 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refsim.check import judges, judges_echo
+from refsim.check import judges
 from refsim.check.findings import Finding
+from refsim.check.judges import echoes as judges_echo
 from refsim.check.scenario import load_vectors
 from refsim.domain.ids import project
 from refsim.domain.refusals import UNUSABLE_SOURCE_MESSAGE
@@ -105,7 +106,7 @@ def summary(misses: int = 0, passed: bool = True) -> dict[str, Any]:
 # -- coverage of this file itself ---------------------------------------------------------------
 
 def _judge_names() -> list[str]:
-    """Public functions of refsim.check.judges (defined in its judges_* modules) that
+    """Public functions of refsim.check.judges (defined in the modules of the package) that
     return findings."""
     names = []
     for name, fn in inspect.getmembers(judges, inspect.isfunction):

@@ -157,7 +157,7 @@ def test_machine_ids_are_registered(registry: Registry) -> None:
     from refsim.check.ids import req_id
     # The machine is assembled in stateful.py from its sibling modules.
     text = "\n".join(path.read_text(encoding="utf-8")
-                     for path in sorted(Path(stateful.__file__).parent.glob("*.py")))
+                     for path in sorted(Path(stateful.__file__).parent.rglob("*.py")))
     shorts = set(re.findall(r'req_id\("([a-z0-9.-]+)"\)', text))
     assert shorts
     assert registry.unknown_ids(req_id(s) for s in shorts) == []

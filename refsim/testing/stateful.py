@@ -8,18 +8,18 @@ uniformity, fail-closed replay, the echo, isolation, erasure and no re-resolutio
     TestRecordedFixtures = machine_for(lambda: SimHost(seed=0)).TestCase
 
 This module assembles the machine (`RecordedFixturesMachine`) and is the one to import it
-from; its parts are its siblings, each a mixin or what the mixins share:
+from; its parts are in `refsim/testing/machine/`, each a mixin or what the mixins share:
 
-    verdicts.py            how a step fails (`judged`, `RequirementViolated`), narration
-    offered.py             what the host offers the machine (`Offered`), `CRITICAL`
-    draws.py               the classes of specs/classes.yaml as strategies, the lanes
-    machine_state.py       the state and plumbing every rule shares (`MachineState`)
-    rules_sources.py       rules that make runs: sources, tenants, run states
-    rules_replays.py       rules that replay, map several keys, erase and fork
-    rules_refusals.py      rules that ask for refusals
-    rules_owners.py        rules on the owner's routes (owner-routes)
-    table_rows.py          the example table's rows as programs (`example_step`)
-    machine_invariants.py  the checks after every step
+    machine/verdicts.py    how a step fails (`judged`, `RequirementViolated`), narration
+    machine/offered.py     what the host offers the machine (`Offered`), `CRITICAL`
+    machine/draws.py       the classes of specs/classes.yaml as strategies, the lanes
+    machine/state.py       the state and plumbing every rule shares (`MachineState`)
+    machine/sources.py     rules that make runs: sources, tenants, run states
+    machine/replays.py     rules that replay, map several keys, erase and fork
+    machine/refusals.py    rules that ask for refusals
+    machine/owners.py      rules on the owner's routes (owner-routes)
+    machine/table_rows.py  the example table's rows as programs (`example_step`)
+    machine/invariants.py  the checks after every step
 
 Hypothesis collects rules, invariants and initializers from every base class, by name.
 """
@@ -34,28 +34,28 @@ from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
 from refsim.check.observe import nonce
 from refsim.domain.ids import RunId, parse_bound
-from refsim.testing.draws import LANES as LANES
-from refsim.testing.machine_invariants import AfterEveryStep
-from refsim.testing.machine_state import TENANTS
-from refsim.testing.machine_state import WATCHED_KEYS as WATCHED_KEYS
-from refsim.testing.machine_state import settle_constants as settle_constants
+from refsim.testing.machine.draws import LANES as LANES
+from refsim.testing.machine.invariants import AfterEveryStep
+from refsim.testing.machine.offered import CRITICAL as CRITICAL
+from refsim.testing.machine.offered import Offered as Offered
+from refsim.testing.machine.owners import OwnerRouteRules
+from refsim.testing.machine.refusals import BODY_SAMPLES as BODY_SAMPLES
+from refsim.testing.machine.refusals import FIRST_ASKS as FIRST_ASKS
+from refsim.testing.machine.refusals import RefusalRules
+from refsim.testing.machine.replays import ReplayRules
+from refsim.testing.machine.sources import COUNTER_INIT as COUNTER_INIT
+from refsim.testing.machine.sources import SourceRules
+from refsim.testing.machine.state import TENANTS
+from refsim.testing.machine.state import WATCHED_KEYS as WATCHED_KEYS
+from refsim.testing.machine.state import settle_constants as settle_constants
+from refsim.testing.machine.table_rows import ExampleRowRules
+from refsim.testing.machine.table_rows import example_rows as example_rows
+from refsim.testing.machine.verdicts import JUDGED as JUDGED
+from refsim.testing.machine.verdicts import RequirementViolated as RequirementViolated
+from refsim.testing.machine.verdicts import expect as expect
+from refsim.testing.machine.verdicts import focused_on as focused_on
+from refsim.testing.machine.verdicts import note as note
 from refsim.testing.model import Entry
-from refsim.testing.offered import CRITICAL as CRITICAL
-from refsim.testing.offered import Offered as Offered
-from refsim.testing.rules_owners import OwnerRouteRules
-from refsim.testing.rules_refusals import BODY_SAMPLES as BODY_SAMPLES
-from refsim.testing.rules_refusals import FIRST_ASKS as FIRST_ASKS
-from refsim.testing.rules_refusals import RefusalRules
-from refsim.testing.rules_replays import ReplayRules
-from refsim.testing.rules_sources import COUNTER_INIT as COUNTER_INIT
-from refsim.testing.rules_sources import SourceRules
-from refsim.testing.table_rows import ExampleRowRules
-from refsim.testing.table_rows import example_rows as example_rows
-from refsim.testing.verdicts import JUDGED as JUDGED
-from refsim.testing.verdicts import RequirementViolated as RequirementViolated
-from refsim.testing.verdicts import expect as expect
-from refsim.testing.verdicts import focused_on as focused_on
-from refsim.testing.verdicts import note as note
 from refsim.wire.client import HostClient
 
 

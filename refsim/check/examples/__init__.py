@@ -3,16 +3,16 @@
 Each row runs on a fresh host built for its profile, and is judged into one report `Row`.
 The vocabulary documents itself: the file and row keys (`TOP_KEYS`, `ROW_KEYS`,
 `REQUEST_KEYS`, each with what it means), the actions (the `ActionKind` classes of
-`refsim.check.examples_actions`) and the expectations (the `Expectation` classes of
+`refsim.check.examples.actions`) and the expectations (the `Expectation` classes of
 `refsim.check.expectations`). `refsim doc` renders them as "The example vocabulary" in
 specs/REFERENCE.md, the one manual of it. An unknown key anywhere is a `ValueError` naming
 the file and the row.
 
 This module runs the table (`run_examples`, `run_example`) and gathers the rest, which
-other code imports from here: the rows as values (`refsim.check.examples_rows`), the
-action kinds (`refsim.check.examples_actions`), loading and validating the files
-(`refsim.check.examples_load`) and running one row (`RowRun`,
-`refsim.check.examples_run`).
+other code imports from here: the rows as values (`refsim.check.examples.rows`), the
+action kinds (`refsim.check.examples.actions`), loading and validating the files
+(`refsim.check.examples.load`) and running one row (`RowRun`,
+`refsim.check.examples.run`).
 """
 
 from __future__ import annotations
@@ -21,37 +21,37 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from refsim.check.examples_actions import ACTIONS as ACTIONS
-from refsim.check.examples_actions import ActionKind as ActionKind
-from refsim.check.examples_actions import AddTenant as AddTenant
-from refsim.check.examples_actions import CancelRun as CancelRun
-from refsim.check.examples_actions import CreateEval as CreateEval
-from refsim.check.examples_actions import CreateWorkflow as CreateWorkflow
-from refsim.check.examples_actions import EraseRun as EraseRun
-from refsim.check.examples_actions import ForkRun as ForkRun
-from refsim.check.examples_actions import HttpRequest as HttpRequest
-from refsim.check.examples_actions import RegisterSuite as RegisterSuite
-from refsim.check.examples_actions import ResolveRun as ResolveRun
-from refsim.check.examples_actions import RowContext as RowContext
-from refsim.check.examples_actions import Unreadable as Unreadable
-from refsim.check.examples_load import DEFAULT_DIRECTORY as DEFAULT_DIRECTORY
-from refsim.check.examples_load import DEFAULT_TENANTS as DEFAULT_TENANTS
-from refsim.check.examples_load import ID_RE as ID_RE
-from refsim.check.examples_load import NAME_RE as NAME_RE
-from refsim.check.examples_load import REQUEST_KEYS as REQUEST_KEYS
-from refsim.check.examples_load import ROW_KEYS as ROW_KEYS
-from refsim.check.examples_load import TOP_KEYS as TOP_KEYS
-from refsim.check.examples_load import load_examples as load_examples
-from refsim.check.examples_load import load_file as load_file
-from refsim.check.examples_rows import FACET_MEMBERS as FACET_MEMBERS
-from refsim.check.examples_rows import FAMILIES as FAMILIES
-from refsim.check.examples_rows import Action as Action
-from refsim.check.examples_rows import Example as Example
-from refsim.check.examples_rows import Expected as Expected
-from refsim.check.examples_rows import RowRequest as RowRequest
-from refsim.check.examples_run import CONTROLS as CONTROLS
-from refsim.check.examples_run import NOOP_WORKFLOW as NOOP_WORKFLOW
-from refsim.check.examples_run import RowRun as RowRun
+from refsim.check.examples.actions import ACTIONS as ACTIONS
+from refsim.check.examples.actions import ActionKind as ActionKind
+from refsim.check.examples.actions import AddTenant as AddTenant
+from refsim.check.examples.actions import CancelRun as CancelRun
+from refsim.check.examples.actions import CreateEval as CreateEval
+from refsim.check.examples.actions import CreateWorkflow as CreateWorkflow
+from refsim.check.examples.actions import EraseRun as EraseRun
+from refsim.check.examples.actions import ForkRun as ForkRun
+from refsim.check.examples.actions import HttpRequest as HttpRequest
+from refsim.check.examples.actions import RegisterSuite as RegisterSuite
+from refsim.check.examples.actions import ResolveRun as ResolveRun
+from refsim.check.examples.actions import RowContext as RowContext
+from refsim.check.examples.actions import Unreadable as Unreadable
+from refsim.check.examples.load import DEFAULT_DIRECTORY as DEFAULT_DIRECTORY
+from refsim.check.examples.load import DEFAULT_TENANTS as DEFAULT_TENANTS
+from refsim.check.examples.load import ID_RE as ID_RE
+from refsim.check.examples.load import NAME_RE as NAME_RE
+from refsim.check.examples.load import REQUEST_KEYS as REQUEST_KEYS
+from refsim.check.examples.load import ROW_KEYS as ROW_KEYS
+from refsim.check.examples.load import TOP_KEYS as TOP_KEYS
+from refsim.check.examples.load import load_examples as load_examples
+from refsim.check.examples.load import load_file as load_file
+from refsim.check.examples.rows import FACET_MEMBERS as FACET_MEMBERS
+from refsim.check.examples.rows import FAMILIES as FAMILIES
+from refsim.check.examples.rows import Action as Action
+from refsim.check.examples.rows import Example as Example
+from refsim.check.examples.rows import Expected as Expected
+from refsim.check.examples.rows import RowRequest as RowRequest
+from refsim.check.examples.run import CONTROLS as CONTROLS
+from refsim.check.examples.run import NOOP_WORKFLOW as NOOP_WORKFLOW
+from refsim.check.examples.run import RowRun as RowRun
 from refsim.check.findings import Disposition, Row, check_raised
 from refsim.check.observe import Session, Unobservable, gate, inspector_of
 from refsim.wire.client import HostClient

@@ -4,7 +4,7 @@ another, as recorded or drifted, with one call's arguments varied, a task named 
 map of several keys; erasure and forks; and how an eval run is judged (`_judge_eval`).
 
 A new rule that sends fixtureRuns to be taken, erases a source or forks an eval run goes
-here; one whose request must be refused goes in `rules_refusals.py`.
+here; one whose request must be refused goes in `machine/refusals.py`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from refsim.check.observe import SEAM_ERASE, SEAM_SUITES, eval_body
 from refsim.domain.agents import RECORDER
 from refsim.domain.canonical import canonical
 from refsim.domain.tools import COUNTER, vault_credential
-from refsim.testing.draws import (
+from refsim.testing.machine.draws import (
     ARG_VARIANTS,
     FROM_KEY,
     HEADERS,
@@ -31,10 +31,10 @@ from refsim.testing.draws import (
     _class_data,
     _op,
 )
-from refsim.testing.machine_state import TASK_ID, MachineState, _norm
+from refsim.testing.machine.state import TASK_ID, MachineState, _norm
+from refsim.testing.machine.verdicts import judged, note
 from refsim.testing.model import ModelRun
 from refsim.testing.strategies import drift
-from refsim.testing.verdicts import judged, note
 
 # The machine's bundles (`MachineState`'s), named as the rules below name them.
 tenants, runs, evals = MachineState.tenants, MachineState.runs, MachineState.evals

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from refsim.check.findings import Finding, check, fail, ok
-from refsim.check.judges_answers import refused
+from refsim.check.judges.answers import refused
 from refsim.check.observe import eval_suite_facet
 from refsim.domain.canonical import canonical, canonical_or_none, integral
 from refsim.wire import schemas

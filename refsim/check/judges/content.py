@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from refsim.check.findings import Finding, check, fail
-from refsim.check.judges_answers import _obs
-from refsim.check.judges_replay import _payload
+from refsim.check.judges.answers import _obs
+from refsim.check.judges.replays import _payload
 from refsim.domain.canonical import canonical
 from refsim.wire import schemas
 from refsim.wire.response import Response

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from refsim.check.findings import Finding, check, fail, ok
-from refsim.check.judges_answers import _obs
+from refsim.check.judges.answers import _obs
 from refsim.domain.ids import ProjectionError, parse_bound, project, unproject
 from refsim.wire.response import Response
 

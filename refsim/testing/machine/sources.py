@@ -18,7 +18,7 @@ from refsim.check.ids import req_id
 from refsim.check.observe import SEAM_ERASE, SEAM_RESOLVE, SEAM_TENANTS, eval_body, run_path
 from refsim.domain.agents import RECORDER, UNHELD
 from refsim.domain.tools import COUNTER, FLAKY, VAULT
-from refsim.testing.draws import (
+from refsim.testing.machine.draws import (
     EXTRA_TENANTS,
     HEADERS,
     LANES,
@@ -26,11 +26,11 @@ from refsim.testing.draws import (
     RUN_STATES,
     _class_data,
 )
-from refsim.testing.machine_state import TENANTS, MachineState
+from refsim.testing.machine.offered import AGENT_CALL, NOOP, WAIT_INPUT
+from refsim.testing.machine.state import TENANTS, MachineState
+from refsim.testing.machine.verdicts import judged, note
 from refsim.testing.model import ModelRun
-from refsim.testing.offered import AGENT_CALL, NOOP, WAIT_INPUT
 from refsim.testing.strategies import ANY_SCRIPTS, COUNTER_SCRIPTS, counter_only
-from refsim.testing.verdicts import judged, note
 from refsim.wire.response import Response
 
 # The script of every example's first sources: both keys moved, one read twice.

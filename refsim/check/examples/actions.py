@@ -3,7 +3,7 @@ it sends and the status that means it succeeded, all listed in `ACTIONS`.
 
 Part of `refsim.check.examples` (import the table from there). A new action is one class
 here, listed in `ACTIONS`, and its test; what it may ask of the row being run is
-`RowContext` (a `RowRun`, `refsim.check.examples_run`).
+`RowContext` (a `RowRun`, `refsim.check.examples.run`).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from typing import Any
 
 import attrs
 
-from refsim.check.examples_actions import _PATH_REF_RE, ACTIONS
-from refsim.check.examples_rows import (
+from refsim.check.examples.actions import _PATH_REF_RE, ACTIONS
+from refsim.check.examples.rows import (
     FACET_MEMBERS,
     FAMILIES,
     Action,

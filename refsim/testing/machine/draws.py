@@ -3,7 +3,7 @@ when the machine first draws, so that a data error is the data check's to report
 an import's), the lanes, and the tenants a rule may add.
 
 A new class, or a new draw over one, goes here; the rule that draws it goes in the rules
-module of its kind (`rules_*.py`).
+module of its kind (`sources.py`, `replays.py`, `refusals.py`, `owners.py`).
 """
 
 from __future__ import annotations

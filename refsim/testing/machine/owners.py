@@ -16,10 +16,10 @@ from refsim.check import classes, judges
 from refsim.check.ids import req_id
 from refsim.check.observe import REPLAY, SEAM_ERASE, SEAM_TENANTS, Session, eval_body
 from refsim.domain.agents import RECORDER
-from refsim.testing.draws import IDEMPOTENT, LISTINGS, ROUTES, SPELLINGS, _class_data, _op
-from refsim.testing.machine_state import MachineState
+from refsim.testing.machine.draws import IDEMPOTENT, LISTINGS, ROUTES, SPELLINGS, _class_data, _op
+from refsim.testing.machine.state import MachineState
+from refsim.testing.machine.verdicts import judged
 from refsim.testing.model import ModelRun
-from refsim.testing.verdicts import judged
 from refsim.wire.client import NO_BODY
 
 # The machine's bundles (`MachineState`'s), named as the rules below name them.

@@ -1,6 +1,6 @@
 """Judges of refusal timing: whether the time a refusal takes tells the groups apart, by
 their medians (Mann-Whitney U) and by their tails (Fisher's exact test, from
-`refsim.check.judges_uniform`), and the sample sizes the askers use.
+`refsim.check.judges.uniformity`), and the sample sizes the askers use.
 
 Part of `refsim.check.judges` (import the judges from there). A new judge of latency goes
 here, and is re-exported by `refsim.check.judges`.
@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 
 from refsim.check.findings import Finding, fail, ok
-from refsim.check.judges_uniform import fisher_exact
+from refsim.check.judges.uniformity import fisher_exact
 
 # Two-sided Mann-Whitney U at this level: a correct host is flagged about once in ten
 # thousand judgements, whatever its latency's distribution (the samples interleaved, so

@@ -4,7 +4,7 @@ its `RowRequest`s and their `Expected` values, and what a row may require of the
 
 Part of `refsim.check.examples` (import the table from there). A new property of a row (what
 it needs, where it can run) goes on `Example` here; how a row is read from YAML is
-`refsim.check.examples_load`.
+`refsim.check.examples.load`.
 """
 
 from __future__ import annotations

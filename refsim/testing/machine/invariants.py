@@ -18,8 +18,8 @@ from hypothesis.stateful import invariant
 
 from refsim.check import judges
 from refsim.check.ids import req_id
-from refsim.testing.machine_state import WATCHED_KEYS, MachineState
-from refsim.testing.verdicts import judged
+from refsim.testing.machine.state import WATCHED_KEYS, MachineState
+from refsim.testing.machine.verdicts import judged
 from refsim.wire.trace import mark
 
 

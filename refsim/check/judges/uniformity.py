@@ -5,7 +5,7 @@ Fisher's exact test).
 
 Part of `refsim.check.judges` (import the judges from there). A new judge of whether
 refusals can be told apart by what they say goes here (by how long they take:
-`refsim.check.judges_timing`), and is re-exported by `refsim.check.judges`.
+`refsim.check.judges.timing`), and is re-exported by `refsim.check.judges`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refsim.check.findings import Finding, check, fail, ok
-from refsim.check.judges_answers import _obs
+from refsim.check.judges.answers import _obs
 from refsim.wire.response import Response
 
 # Headers that are no part of the answer: the clock (Date), and the connection's own

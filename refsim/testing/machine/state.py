@@ -6,8 +6,8 @@ judging of an unusable source's refusal and of what every channel shows of an ev
 what a long-lived host keeps between examples (`HostMemory`); and `settle_constants`.
 
 A new piece of state, or a helper that rules of more than one module call, goes here; a
-rule goes in the rules module of its kind (`rules_*.py`, `table_rows.py`), a check after
-every step in `machine_invariants.py`.
+rule goes in the rules module of its kind (`sources.py`, `replays.py`, `refusals.py`,
+`owners.py`, `table_rows.py`), a check after every step in `invariants.py`.
 """
 
 from __future__ import annotations
@@ -46,11 +46,11 @@ from refsim.domain.agents import RECORDER, UNHELD
 from refsim.domain.canonical import canonical, integral
 from refsim.domain.ids import parse_bound
 from refsim.host import SimHost
-from refsim.testing.draws import _class_data
+from refsim.testing.machine.draws import _class_data
+from refsim.testing.machine.offered import NOOP, Offered
+from refsim.testing.machine.verdicts import judged, narrating, note
 from refsim.testing.model import Model, ModelRun
-from refsim.testing.offered import NOOP, Offered
 from refsim.testing.strategies import COUNTER_KEYS, increments
-from refsim.testing.verdicts import judged, narrating, note
 from refsim.wire import catalog
 from refsim.wire.client import HostClient
 from refsim.wire.response import Response
@@ -127,8 +127,8 @@ def settle_constants() -> None:
 
 class MachineState(RuleBasedStateMachine):
     """The machine's state and plumbing. `refsim.testing.stateful.RecordedFixturesMachine`
-    adds the rules (the mixins of `rules_*.py` and `table_rows.py`) and the checks after
-    every step (`machine_invariants.py`)."""
+    adds the rules (the mixins of `sources.py`, `replays.py`, `refusals.py`, `owners.py` and
+    `table_rows.py`) and the checks after every step (`invariants.py`)."""
 
     client_factory: ClassVar[Callable[[], HostClient]] = staticmethod(lambda: SimHost(seed=0))
     extended: ClassVar[bool] = True
@@ -167,7 +167,7 @@ class MachineState(RuleBasedStateMachine):
     evals = Bundle("evals")
 
     # For the type checker only: rules of one mixin that another mixin's rules call (replay
-    # and erase: rules_replays.py; erasure_reaches_copies: machine_invariants.py). At run
+    # and erase: replays.py; erasure_reaches_copies: invariants.py). At run
     # time each is defined once, in its mixin, where Hypothesis finds it.
     if TYPE_CHECKING:
         def replay(self, caller: str, source_id: str, lane: str, variant: str, trials: int,

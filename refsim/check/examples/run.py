@@ -15,8 +15,8 @@ import attrs
 
 from refsim.check import judges
 from refsim.check.differential import noise_of_host
-from refsim.check.examples_actions import ACTIONS
-from refsim.check.examples_rows import Action, Example, Expected, RowRequest
+from refsim.check.examples.actions import ACTIONS
+from refsim.check.examples.rows import Action, Example, Expected, RowRequest
 from refsim.check.expectations import EXPECTATIONS
 from refsim.check.findings import Disposition, Finding
 from refsim.check.observe import RECORDER, Inspector, Observed, Session, Unobservable, nonce

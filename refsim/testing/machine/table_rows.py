@@ -15,9 +15,9 @@ import attrs
 
 from refsim.check.examples import Example, RowRun, load_examples
 from refsim.check.observe import Unobservable, nonce, share_surface
-from refsim.testing.machine_state import WATCHED_KEYS, MachineState
+from refsim.testing.machine.state import WATCHED_KEYS, MachineState
+from refsim.testing.machine.verdicts import judged
 from refsim.testing.model import ModelRun
-from refsim.testing.verdicts import judged
 from refsim.wire.client import NO_BODY, HostClient
 from refsim.wire.response import Response
 

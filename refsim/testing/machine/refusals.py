@@ -20,7 +20,7 @@ from refsim.check import classes, judges
 from refsim.check.differential import alike, asked_apart
 from refsim.check.ids import req_id
 from refsim.check.observe import eval_body
-from refsim.testing.draws import (
+from refsim.testing.machine.draws import (
     FROM_ID,
     FROM_KEY,
     HEADERS,
@@ -29,10 +29,10 @@ from refsim.testing.draws import (
     _class_data,
     _op,
 )
-from refsim.testing.machine_state import TASK_ID, MachineState
-from refsim.testing.offered import NOOP, SUITE_FIXTURES_SUITE, TWO_TASKS_SUITE
+from refsim.testing.machine.offered import NOOP, SUITE_FIXTURES_SUITE, TWO_TASKS_SUITE
+from refsim.testing.machine.state import TASK_ID, MachineState
+from refsim.testing.machine.verdicts import judged
 from refsim.testing.strategies import suite_script
-from refsim.testing.verdicts import judged
 
 # Refusals asked again per group to tell two kinds apart, and first asks per group needed
 # before their frequencies are compared (as the uniformity rows ask: scenario.py).
