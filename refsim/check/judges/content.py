@@ -10,6 +10,7 @@ content where it must not be goes here, and is re-exported by `refsim.check.judg
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import zlib
@@ -204,10 +205,28 @@ def _unpacked(value: Any, depth: int = 0) -> Iterable[Any]:
             stack.extend((v, level) for v in item.values())
         elif isinstance(item, list):
             stack.extend((v, level) for v in item)
-        elif isinstance(item, str) and level < 3 and len(item) >= 2:
-            inner = _unpack_text(item.strip())
+        elif (isinstance(item, str) and level < 3 and len(item) >= 2
+              and (len(item) >= 16 or "{" in item or "[" in item or "%" in item)):
+            inner = _carried(item.strip())  # (shorter, and none of those: nothing carried)
             if inner is not None:
                 stack.append((inner, level + 1))
+
+
+# Texts up to this long have what they carry remembered (`_carried`): a run's answers say
+# the same ids, messages and stringified documents again and again, and a judge that reads
+# every answer of a long run would otherwise unpack each of them afresh every time.
+_CARRIED_TEXT_MAX = 4096
+
+
+def _carried(text: str) -> Any:
+    """`_unpack_text(text)`, remembered for a short text. What it returns is shared between
+    callers, who only read it."""
+    return _carried_short(text) if len(text) <= _CARRIED_TEXT_MAX else _unpack_text(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _carried_short(text: str) -> Any:
+    return _unpack_text(text)
 
 
 _HEX_RE = re.compile(r"^(?:[0-9a-fA-F]{2}){8,}$")
