@@ -106,6 +106,24 @@ _CHILD = textwrap.dedent("""
     child.start()
     child.stop()
     out["stopped"] = True
+    # Ctrl-C while waiting for a child with a minute of work left: it is ended at once
+    import signal, time
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGALRM, interrupt)
+    child = forked.Child(lambda: time.sleep(60))
+    child.start()
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        child.wait()
+    except KeyboardInterrupt:
+        out["interrupted_after"] = round(time.monotonic() - started)
+    try:
+        os.waitpid(-1, os.WNOHANG)
+        out["children_left"] = True
+    except ChildProcessError:
+        out["children_left"] = False
     print(json.dumps(out))
 """)
 
@@ -113,7 +131,8 @@ _CHILD = textwrap.dedent("""
 def test_a_child_that_fails_gives_nothing_and_the_work_is_the_callers() -> None:
     done = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True,
                           timeout=60, check=True)
-    assert json.loads(done.stdout) == {"other": True, "failed": True, "stopped": True}
+    assert json.loads(done.stdout) == {"other": True, "failed": True, "stopped": True,
+                                       "interrupted_after": 0, "children_left": False}
     assert "Traceback" not in done.stderr or "refsim's own fault" in done.stderr
 
 

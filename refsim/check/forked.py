@@ -63,29 +63,37 @@ class Child(Generic[T]):
         self._work = work
         self._pid: int | None = None
         self._read: int | None = None
-        trace = current()
-        self._base = trace.last if trace is not None else 0
+        self._base = 0
 
     def start(self) -> None:
+        """Fork the child, which does the work from here (the exchanges it records are
+        numbered on from the trace's latest). Ctrl-C is held back across the fork, so that
+        the child never runs the parent's code and the parent always knows its child."""
+        trace = current()
+        self._base = trace.last if trace is not None else 0
         read, write = os.pipe()
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             pid = os.fork()
-        except OSError:  # no child: `wait` does the work here
+        except OSError:  # no child: `wait` says so, and the caller does the work
             os.close(read)
             os.close(write)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             return
         if pid == 0:  # pragma: no cover - the child (coverage does not follow a fork)
             os.close(read)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             self._run_child(write)
         os.close(write)
         self._pid, self._read = pid, read
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C held back lands here
 
     def _run_child(self, write: int) -> None:  # pragma: no cover - runs in the child
         """Do the work, send it, and leave without running anything of the parent's
         (no atexit hook, no flush of a buffer it inherited)."""
         code = 1
         try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
             result = self._work()
             trace = current()
             mine = tuple(e.plain() for e in (trace.snapshot() if trace is not None else ())
@@ -100,15 +108,18 @@ class Child(Generic[T]):
 
     def wait(self) -> Sent[T] | None:
         """The child's result and exchanges; None when it gave none (it failed, or there
-        was no child), and the work is for the caller to do."""
+        was no child), and the work is for the caller to do. Interrupted (Ctrl-C), it ends
+        the child before it lets the interruption on."""
         if self._pid is None or self._read is None:
             return None
         try:
             with os.fdopen(self._read, "rb") as pipe:
+                self._read = None
                 data = pipe.read()
-        finally:
-            self._read = None
-            self._reap()
+        except BaseException:
+            self.stop()
+            raise
+        self._reap()
         try:
             sent = pickle.loads(data) if data else None
         except Exception:  # a child that died mid-write: the work is done here instead

@@ -173,14 +173,17 @@ def _in_two(target: Target, parts: Sequence[str], config: ScenarioConfig
         "sampled": lambda: _sampled(target.host, None, None, target.seed),
     }
     child = forked.Child(lambda: run_examples(target.host))
-    child.start()
     found: dict[str, list[Row]] = {}
     checked: dict[str, Row] = {}
     trace = current()
     try:
+        # The parts before the examples first, with no child at work: the conformance
+        # legs time the host's answers (the latency leg), and a child beside them would be
+        # load on the same CPUs. The child's exchanges go right after theirs.
         for part in before:
             found[part] = here[part]()
         at = trace.last if trace is not None else 0
+        child.start()
         for part in after:
             if part == "invariants":
                 checked = run_checks(target.host)
@@ -189,21 +192,23 @@ def _in_two(target: Target, parts: Sequence[str], config: ScenarioConfig
         sent = child.wait()
         if sent is None:  # the child gave nothing: the examples run here, after the rest
             found["examples"] = run_examples(target.host)
-    except KeyboardInterrupt:  # Ctrl-C: nothing judged whole yet
+        else:
+            theirs, later = forked.adopt(sent, at)
+            shifted = {part: [forked.shifted(r, later) for r in found[part]]
+                       for part in after if part in found}
+            checked = forked.shifted_all(checked, later)
+            found.update(shifted, examples=[forked.shifted(r, theirs) for r in sent.result])
+        if "invariants" in parts:
+            ran = {r.check_id: r for r in found["examples"]}
+            found["invariants"] = run_invariants(target.host, ran=ran, checked=checked)
+    except KeyboardInterrupt:  # Ctrl-C: the rows of the parts judged whole, in order
         child.stop()
-        raise Stopped([], 0, len(parts)) from None
+        done = next((i for i, part in enumerate(parts) if part not in found), len(parts))
+        raise Stopped([r for part in parts[:done] for r in found[part]], done,
+                      len(parts)) from None
     except BaseException:
         child.stop()
         raise
-    if sent is not None:
-        theirs, later = forked.adopt(sent, at)
-        found["examples"] = [forked.shifted(r, theirs) for r in sent.result]
-        found.update((part, [forked.shifted(r, later) for r in found[part]])
-                     for part in after if part in found)
-        checked = forked.shifted_all(checked, later)
-    if "invariants" in parts:
-        ran = {r.check_id: r for r in found["examples"]}
-        found["invariants"] = run_invariants(target.host, ran=ran, checked=checked)
     return [r for part in parts for r in found[part]]
 
 
