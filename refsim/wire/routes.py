@@ -1,4 +1,6 @@
-"""Routes as data: one row per route, and the one way a handler's refusal leaves it.
+"""Routes as data: the row (`Route`) and the table of rows (`RouteTable`), and the one way a
+handler's refusal leaves it. The host's own table, one row per route, is `ROUTES` at the end
+of `refsim.wire.router`.
 
 A row names the method, the path pattern, whether the route needs a caller, what it does
 with a body, when the host has it at all, and the handler; the router matches, warms,
