@@ -3,16 +3,18 @@
 `check` on the built-in host is bounded and short (about 1,800 requests), and its parts
 are independent where it matters: each unit (a conformance leg, an example row, an
 invariant's check, a sampled class) runs on fresh hosts of its own, and a seeded host gives
-the same answers whichever process asks it. So the first parts can run in a child on the
-second core while this process runs the rest, and the rows are those one process would
-judge. The child sends its rows and the exchanges it recorded back through a pipe; those
-exchanges are numbered ahead of this process's (`Trace.splice`), and the answers this
-process's rows quote move up with them, so a report and its evidence read as one process's.
+the same answers whichever process asks it. So the example table (about half the work)
+can run in a child on the second core while this process runs the invariants' checks and
+the sampled classes (`refsim.check.runner._in_two`; the conformance legs run first, alone,
+for the latency leg times the host). The child sends its rows and the exchanges it
+recorded back through a pipe; those exchanges are put where one process would have sent
+them (`Trace.splice`), and the answers every row quotes move with them (`shifted`), so a
+report and its evidence read as one process's.
 
 Used only where fork is safe and pays: Linux, no other thread running (a thread holding a
 lock at the fork would leave it held in the child), and two CPUs to run on. Anywhere else,
 and whenever the child does not answer whole, the work runs here, one after another: the
-result is the same, and nothing is lost.
+rows are the same, and nothing is lost.
 """
 
 from __future__ import annotations
