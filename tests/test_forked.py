@@ -146,8 +146,8 @@ def test_splice_numbers_as_one_process_would() -> None:
     for seq, label in ((1, "a"), (2, "a"), (3, "c"), (4, "c")):
         trace.exchanges.append(_exchange(seq, label))
     trace._seq = 4
-    moved = trace.splice(2, 0, [_exchange(1, "b"), _exchange(2, "b"), _exchange(3, "b")])
-    assert moved == (2, 3)
+    moved = trace.splice(2, [_exchange(3, "b"), _exchange(4, "b"), _exchange(5, "b")])
+    assert moved == 3
     assert [(e.seq, e.segment) for e in trace.snapshot()] == [
         (1, "a"), (2, "a"), (3, "b"), (4, "b"), (5, "b"), (6, "c"), (7, "c")]
     assert trace.last == 7
@@ -159,6 +159,11 @@ def test_an_exchange_travels_as_plain_values() -> None:
     e = Exchange(3, "x", 1.5, 0.25, "POST", "http://h/runs", (("a", "b"),), b"{}",
                  Response(400, {"content-type": "application/json"}, {"error": "x"}))
     assert Exchange.of_plain(e.plain()) == e
+    # the answer's bytes as they came (spaces, order), never re-encoded from its document
+    sent = b'{ "error" : "x",  "message": "m" }'
+    came = Exchange(4, "x", 1.5, 0.25, "GET", "http://h/runs", (), None,
+                    Response.of_bytes(400, {}, sent))
+    assert Exchange.of_plain(came.plain()).response.body == sent
 
 
 def test_shifted_moves_quoted_answers_and_never_a_body() -> None:

@@ -149,15 +149,14 @@ class Child(Generic[T]):
             self._pid = None
 
 
-def adopt(sent: Sent[Any], at: int) -> tuple[int, int]:
-    """The child's exchanges put into this process's recording trace right after its
-    exchange `at` (where one process would have sent them); returns how far the child's
-    exchanges and this process's later ones moved (what the answers their rows quote must
-    move by: `shifted`)."""
+def adopt(sent: Sent[Any]) -> int:
+    """The child's exchanges put into this process's recording trace right after the one
+    it forked at (where one process would have sent them); returns how far this process's
+    later exchanges moved (what the answers their rows quote must move by: `shifted`)."""
     trace = current()
     if trace is None:
-        return 0, 0
-    return trace.splice(at, sent.base, [Exchange.of_plain(e) for e in sent.exchanges])
+        return 0
+    return trace.splice(sent.base, [Exchange.of_plain(e) for e in sent.exchanges])
 
 
 def shifted(row: Row, by: int) -> Row:

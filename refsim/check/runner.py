@@ -92,8 +92,8 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
     `lanes` (with `client`, without `first_fail`): rows side by side, each lane with
     tenants of its own (`refsim.check.lanes`), where the host lets them be minted; `say`
     is told how the rows ran, and why one after another where they could not. In process
-    (without `prefix` too), more than one lane lets a forked child take the parts up to the
-    examples while this process runs the rest (`_in_two`), where that is safe."""
+    (without `prefix` too), more than one lane lets a forked child take the example table
+    while this process runs the rest (`_in_two`), where that is safe."""
     # The caller's keys by tenant label, for a host over HTTP.
     keys = {TENANT_A: api_key, **({TENANT_B: tenant_b_key} if tenant_b_key else {})}
     if client is not None and lanes > 1 and not first_fail:
@@ -161,7 +161,6 @@ def _in_two(target: Target, parts: Sequence[str], config: ScenarioConfig
     from refsim.check.examples import run_examples
     from refsim.check.invariants import run_checks, run_invariants
     from refsim.progress import Stopped
-    from refsim.wire.trace import current
     if "examples" not in parts or len(parts) == 1:
         return None
     cut = list(parts).index("examples")
@@ -175,14 +174,12 @@ def _in_two(target: Target, parts: Sequence[str], config: ScenarioConfig
     child = forked.Child(lambda: run_examples(target.host))
     found: dict[str, list[Row]] = {}
     checked: dict[str, Row] = {}
-    trace = current()
     try:
         # The parts before the examples first, with no child at work: the conformance
         # legs time the host's answers (the latency leg), and a child beside them would be
         # load on the same CPUs. The child's exchanges go right after theirs.
         for part in before:
             found[part] = here[part]()
-        at = trace.last if trace is not None else 0
         child.start()
         for part in after:
             if part == "invariants":
@@ -193,11 +190,10 @@ def _in_two(target: Target, parts: Sequence[str], config: ScenarioConfig
         if sent is None:  # the child gave nothing: the examples run here, after the rest
             found["examples"] = run_examples(target.host)
         else:
-            theirs, later = forked.adopt(sent, at)
-            shifted = {part: [forked.shifted(r, later) for r in found[part]]
-                       for part in after if part in found}
+            later = forked.adopt(sent)
+            found.update({part: [forked.shifted(r, later) for r in found[part]]
+                          for part in after if part in found}, examples=sent.result)
             checked = forked.shifted_all(checked, later)
-            found.update(shifted, examples=[forked.shifted(r, theirs) for r in sent.result])
         if "invariants" in parts:
             ran = {r.check_id: r for r in found["examples"]}
             found["invariants"] = run_invariants(target.host, ran=ran, checked=checked)

@@ -44,17 +44,19 @@ class Exchange:
     response: Response
 
     def plain(self) -> tuple[Any, ...]:
-        """The exchange as builtins alone (cheap to send to another process)."""
+        """The exchange as builtins alone (cheap to send to another process), the answer's
+        bytes as they came."""
         r = self.response
         return (self.seq, self.segment, self.started, self.elapsed, self.method, self.url,
-                self.headers, self.body, r.status, r.headers, r.json, r.text)
+                self.headers, self.body, r.status, r.headers, r.json, r.text, r.body)
 
     @staticmethod
     def of_plain(plain: Sequence[Any]) -> Exchange:
         (seq, label, started, elapsed, method, url, headers, body, status, response_headers,
-         document, text) = plain
-        return Exchange(seq, label, started, elapsed, method, url, headers, body,
-                        Response(status, response_headers, document, text))
+         document, text, sent) = plain
+        response = Response(status, response_headers, document, text)
+        object.__setattr__(response, "_body", sent)  # the bytes it came as, not re-encoded
+        return Exchange(seq, label, started, elapsed, method, url, headers, body, response)
 
     def request_json(self) -> Any:
         if self.body is None:
@@ -108,22 +110,21 @@ class Trace:
             self.exchanges.clear()
             self.exchanges.extend(kept)
 
-    def splice(self, at: int, base: int, inserted: Sequence[Exchange]) -> tuple[int, int]:
-        """Put `inserted` (exchanges numbered from `base` + 1, recorded in another process)
-        right after this trace's exchange `at`; those after it move up by as many: the
-        numbering one process would have given them all, sending `inserted` there.
-        Returns how far the inserted and the later exchanges moved."""
+    def splice(self, base: int, inserted: Sequence[Exchange]) -> int:
+        """Put `inserted` (exchanges numbered from `base` + 1, recorded in another process
+        that began from this trace's exchange `base`) right after that exchange; those this
+        trace numbered after it move up by as many: the numbering one process would have
+        given them all, sending `inserted` first. Returns that shift."""
         with self._lock:
             shift = len(inserted)
-            earlier = [e for e in self.exchanges if e.seq <= at]
-            middle = [attrs.evolve(e, seq=e.seq + at - base) for e in inserted]
+            earlier = [e for e in self.exchanges if e.seq <= base]
             later = [attrs.evolve(e, seq=e.seq + shift) for e in self.exchanges
-                     if e.seq > at]
+                     if e.seq > base]
             self.exchanges.clear()
-            self.exchanges.extend([*earlier, *middle, *later])
+            self.exchanges.extend([*earlier, *inserted, *later])
             self._seq += shift
             self._answers = {id(e.response): e.seq for e in self.exchanges}
-            return at - base, shift
+            return shift
 
     @property
     def last(self) -> int:
