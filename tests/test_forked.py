@@ -155,6 +155,21 @@ def test_splice_numbers_as_one_process_would() -> None:
     assert trace.seq_of(late.response) == 7
 
 
+def test_splice_after_what_this_process_sent_in_the_childs_stead() -> None:
+    # forked at 2; this process then sent 3-4 (rows it ran first) and 5 (a later part);
+    # the child's 3-4 go after 4, numbered 5-6, and the later part's 5 becomes 7
+    trace = Trace()
+    for seq, label in ((1, "a"), (2, "a"), (3, "b1"), (4, "b1"), (5, "c")):
+        trace.exchanges.append(_exchange(seq, label))
+    trace._seq = 5
+    moved = trace.splice(2, [_exchange(3, "b2"), _exchange(4, "b2")], after=4)
+    assert moved == 2
+    assert [(e.seq, e.segment) for e in trace.snapshot()] == [
+        (1, "a"), (2, "a"), (3, "b1"), (4, "b1"), (5, "b2"), (6, "b2"), (7, "c")]
+    assert trace.last == 7
+    assert [trace.seq_of(e.response) for e in trace.snapshot()] == [1, 2, 3, 4, 5, 6, 7]
+
+
 def test_an_exchange_travels_as_plain_values() -> None:
     e = Exchange(3, "x", 1.5, 0.25, "POST", "http://h/runs", (("a", "b"),), b"{}",
                  Response(400, {"content-type": "application/json"}, {"error": "x"}))

@@ -3,13 +3,14 @@
 `check` on the built-in host is bounded and short (about 1,800 requests), and its parts
 are independent where it matters: each unit (a conformance leg, an example row, an
 invariant's check, a sampled class) runs on fresh hosts of its own, and a seeded host gives
-the same answers whichever process asks it. So the example table (about half the work)
-can run in a child on the second core while this process runs the invariants' checks and
-the sampled classes (`refsim.check.runner._in_two`; the conformance legs run first, alone,
-for the latency leg times the host). The child sends its rows and the exchanges it
-recorded back through a pipe; those exchanges are put where one process would have sent
-them (`Trace.splice`), and the answers every row quotes move with them (`shifted`), so a
-report and its evidence read as one process's.
+the same answers whichever process asks it. So most of the example table (about half the
+work) can run in a child on the second core while this process runs the table's first
+rows, the invariants' checks and the sampled classes (`refsim.check.runner._in_two`; the
+conformance legs run first, alone, for the latency leg times the host). The child sends
+its rows and the exchanges it recorded back through a pipe; those exchanges are put where
+one process would have sent them (`Trace.splice`, after the table's first rows), and the
+answers every row quotes move with them (`shifted`), so a report and its evidence read as
+one process's.
 
 Used only where fork is safe and pays: Linux, no other thread running (a thread holding a
 lock at the fork would leave it held in the child), and two CPUs to run on. Anywhere else,
@@ -149,14 +150,16 @@ class Child(Generic[T]):
             self._pid = None
 
 
-def adopt(sent: Sent[Any]) -> int:
-    """The child's exchanges put into this process's recording trace right after the one
-    it forked at (where one process would have sent them); returns how far this process's
-    later exchanges moved (what the answers their rows quote must move by: `shifted`)."""
+def adopt(sent: Sent[Any], after: int | None = None) -> int:
+    """The child's exchanges put into this process's recording trace right after exchange
+    `after` (the one it forked at when not given: where one process would have sent them,
+    after what this process sent first in its stead); returns how far this process's later
+    exchanges moved (what the answers their rows quote must move by: `shifted`). The
+    child's own rows move by `after` less the exchange it forked at."""
     trace = current()
     if trace is None:
         return 0
-    return trace.splice(sent.base, [Exchange.of_plain(e) for e in sent.exchanges])
+    return trace.splice(sent.base, [Exchange.of_plain(e) for e in sent.exchanges], after)
 
 
 def shifted(row: Row, by: int) -> Row:

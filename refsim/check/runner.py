@@ -150,17 +150,24 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
     return rows
 
 
+# The share of the example table `_in_two` runs here, before the invariants' checks and
+# the sampled classes, while the child runs the rest: what evens out the two processes'
+# work on the reference host (the child also pays for sending its exchanges back).
+EXAMPLES_HERE = 0.25
+
+
 def _in_two(target: Target, parts: Sequence[str], config: ScenarioConfig
             ) -> list[Row] | None:
-    """`run_parts` in process with the example table (about half the work) in a forked
-    child and the other parts here at once (`refsim.check.forked`): the rows, and the
-    exchanges, one process would give. The invariants' own checks run here; each row takes
-    its examples as the child ran them. None where no child can take the work, or no other
-    part is asked."""
+    """`run_parts` in process with most of the example table (about half the work) in a
+    forked child and the other parts here at once (`refsim.check.forked`): the rows, and
+    the exchanges, one process would give. The table's first rows (`EXAMPLES_HERE`) and
+    the invariants' own checks run here; each invariant row takes its examples as they
+    ran. None where no child can take the work, or no other part is asked."""
     from refsim.check import forked
-    from refsim.check.examples import run_examples
+    from refsim.check.examples import load_examples, run_examples
     from refsim.check.invariants import run_checks, run_invariants
     from refsim.progress import Stopped
+    from refsim.wire.trace import current
     if "examples" not in parts or len(parts) == 1:
         return None
     cut = list(parts).index("examples")
@@ -171,28 +178,36 @@ def _in_two(target: Target, parts: Sequence[str], config: ScenarioConfig
         "conformance": lambda: run_scenario(target.host(), config),
         "sampled": lambda: _sampled(target.host, None, None, target.seed),
     }
-    child = forked.Child(lambda: run_examples(target.host))
+    table = load_examples()
+    ahead = round(len(table) * EXAMPLES_HERE)  # the first rows run here, the rest there
+    child = forked.Child(lambda: run_examples(target.host, examples=table[ahead:]))
     found: dict[str, list[Row]] = {}
     checked: dict[str, Row] = {}
     try:
         # The parts before the examples first, with no child at work: the conformance
         # legs time the host's answers (the latency leg), and a child beside them would be
-        # load on the same CPUs. The child's exchanges go right after theirs.
+        # load on the same CPUs. The child's exchanges go right after those of the
+        # examples run here.
         for part in before:
             found[part] = here[part]()
         child.start()
+        first = run_examples(target.host, examples=table[:ahead])
+        trace = current()
+        mid = trace.last if trace is not None else 0
         for part in after:
             if part == "invariants":
                 checked = run_checks(target.host)
             else:
                 found[part] = here[part]()
         sent = child.wait()
-        if sent is None:  # the child gave nothing: the examples run here, after the rest
-            found["examples"] = run_examples(target.host)
+        if sent is None:  # the child gave nothing: its rows run here, after the rest
+            found["examples"] = first + run_examples(target.host, examples=table[ahead:])
         else:
-            later = forked.adopt(sent)
+            later = forked.adopt(sent, mid)
+            moved = max(0, mid - sent.base)
             found.update({part: [forked.shifted(r, later) for r in found[part]]
-                          for part in after if part in found}, examples=sent.result)
+                          for part in after if part in found},
+                         examples=first + [forked.shifted(r, moved) for r in sent.result])
             checked = forked.shifted_all(checked, later)
         if "invariants" in parts:
             ran = {r.check_id: r for r in found["examples"]}

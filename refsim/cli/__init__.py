@@ -461,6 +461,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # the program itself: what the imports made lives as long as the
         gc.freeze()  # process, and no collection need walk it again
+    try:
+        return _run(argv)
+    finally:
+        if argv is None:  # nor, at the exit, what the command made: the collections
+            gc.freeze()  # Python's finalization runs would walk it all (40-60 ms after check)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from refsim.cli import data_check

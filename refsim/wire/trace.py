@@ -110,18 +110,22 @@ class Trace:
             self.exchanges.clear()
             self.exchanges.extend(kept)
 
-    def splice(self, base: int, inserted: Sequence[Exchange]) -> int:
+    def splice(self, base: int, inserted: Sequence[Exchange], after: int | None = None
+               ) -> int:
         """Put `inserted` (exchanges numbered from `base` + 1, recorded in another process
-        that began from this trace's exchange `base`) right after that exchange; those this
+        that began from this trace's exchange `base`) right after exchange `after` (`base`
+        when not given, never before it); they are numbered on from `after`, and those this
         trace numbered after it move up by as many: the numbering one process would have
-        given them all, sending `inserted` first. Returns that shift."""
+        given them all, sending `inserted` then. Returns that shift."""
+        at = base if after is None else after
         with self._lock:
-            shift = len(inserted)
-            earlier = [e for e in self.exchanges if e.seq <= base]
+            shift, moved = len(inserted), at - base
+            earlier = [e for e in self.exchanges if e.seq <= at]
             later = [attrs.evolve(e, seq=e.seq + shift) for e in self.exchanges
-                     if e.seq > base]
+                     if e.seq > at]
+            put = [attrs.evolve(e, seq=e.seq + moved) if moved else e for e in inserted]
             self.exchanges.clear()
-            self.exchanges.extend([*earlier, *inserted, *later])
+            self.exchanges.extend([*earlier, *put, *later])
             self._seq += shift
             self._answers = {id(e.response): e.seq for e in self.exchanges}
             return shift
