@@ -233,29 +233,36 @@ def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
     from refsim.check.examples import Example, load_examples, run_examples
     from refsim.check.invariants import Invariant, load_invariants, run_invariants
     from refsim.check.lanes import Lanes
+    from refsim.check.sampled import run_sampled, wanted_classes
     from refsim.progress import Stopped
     futures: dict[str, list[Future[list[Row]]]] = {}
     with Lanes(minted) as lanes:
         try:
-            if "conformance" in parts:
-                futures["conformance"] = [lanes.submit(lambda keys: run_scenario(
-                    client, ScenarioConfig(keys[TENANT_A], keys.get(TENANT_B),
-                                           alone=lanes.floor.alone)))]
             def example(e: Example, keys: Mapping[str, str]) -> list[Row]:
                 return run_examples(lambda profile: client, examples=[e], keys=keys,
                                     remote=True)
+
+            def sampled(cls: str, keys: Mapping[str, str]) -> list[Row]:
+                return run_sampled(lambda: client, prefix, keys=keys, seed=target.seed,
+                                   only=(cls,))
 
             def invariant(inv: Invariant, ran: Mapping[str, Row], keys: Mapping[str, str]
                           ) -> list[Row]:
                 return run_invariants(lambda: client, invariants=[inv], keys=keys,
                                       remote=True, ran=ran)
+            # The longest units first (the conformance legs, one after another, then each
+            # sampled class), so that none of them starts last and runs on alone.
+            if "conformance" in parts:
+                futures["conformance"] = [lanes.submit(lambda keys: run_scenario(
+                    client, ScenarioConfig(keys[TENANT_A], keys.get(TENANT_B),
+                                           alone=lanes.floor.alone)))]
+            if "sampled" in parts:  # a unit a class, each on its lane's tenants (a red
+                # row is drawn again on the caller's, the host alone: `_again_alone`)
+                futures["sampled"] = [lanes.submit(functools.partial(sampled, cls))
+                                      for cls in wanted_classes(prefix)]
             if "examples" in parts:
                 futures["examples"] = [lanes.submit(functools.partial(example, e))
                                        for e in load_examples() if e.matches(prefix)]
-            if "sampled" in parts:  # on the caller's own tenants, its alone: the sample
-                own = dict(caller)  # derives members from their ids, as one after another
-                futures["sampled"] = [lanes.submit(lambda keys: _sampled(
-                    lambda: client, prefix, own, target.seed))]
             if "invariants" in parts:
                 ran = {r.check_id: r for r in Lanes.gather(futures.get("examples", []))}
                 futures["invariants"] = [lanes.submit(functools.partial(invariant, inv, ran))

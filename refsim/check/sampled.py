@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -608,13 +608,20 @@ CHECKS: Mapping[str, Callable[[Context], list[Finding]]] = {
 # ----------------------------------------------------------------------------- the part
 
 
+def wanted_classes(prefix: str | None = None) -> list[str]:
+    """The classes whose rows `prefix` selects, in the data's order."""
+    return [c for c in CLASS_NAMES if matches(prefix, Row.unjudged(
+        requirement(c), SCENARIO, Disposition.SKIPPED, "-", check_id(c)))]
+
+
 def run_sampled(make_host: Callable[[], HostClient], prefix: str | None = None, *,
                 keys: Mapping[str, str] | None = None, seed: int = 0,
-                stop_on_fail: bool = False) -> list[Row]:
-    """One row per class (those `prefix` matches), each on a sample drawn with `seed`, all
-    on one host (`make_host()` once); `stop_on_fail`: none after the first that fails."""
-    wanted = [c for c in CLASS_NAMES if matches(prefix, Row.unjudged(
-        requirement(c), SCENARIO, Disposition.SKIPPED, "-", check_id(c)))]
+                stop_on_fail: bool = False, only: Collection[str] | None = None
+                ) -> list[Row]:
+    """One row per class (those `prefix` matches, of `only` where given), each on a sample
+    drawn with `seed`, all on one host (`make_host()` once); `stop_on_fail`: none after
+    the first that fails."""
+    wanted = [c for c in wanted_classes(prefix) if only is None or c in only]
     if not wanted:
         return []
     keys = dict(keys or KEYS)
