@@ -117,7 +117,7 @@ class Trace:
         when not given, never before it); they are numbered on from `after`, and those this
         trace numbered after it move up by as many: the numbering one process would have
         given them all, sending `inserted` then. Returns that shift."""
-        at = base if after is None else after
+        at = base if after is None else max(after, base)
         with self._lock:
             shift, moved = len(inserted), at - base
             earlier = [e for e in self.exchanges if e.seq <= at]
