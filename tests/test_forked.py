@@ -170,6 +170,17 @@ def test_splice_after_what_this_process_sent_in_the_childs_stead() -> None:
     assert [trace.seq_of(e.response) for e in trace.snapshot()] == [1, 2, 3, 4, 5, 6, 7]
 
 
+def test_exchanges_pack_by_marshal_and_by_pickle_where_marshal_cannot() -> None:
+    from fractions import Fraction
+    plain = ((1, "a", 0.5, 0.25, "GET", "/u", (("k", "v"),), None, 200, {"h": "1"},
+              {"doc": [1, None, True]}, None, b"{}"),)
+    packed = forked.pack(plain)
+    assert packed[:1] == b"m" and forked.unpack(packed) == plain
+    odd = ((Fraction(1, 3),),)  # no builtin marshal writes
+    packed = forked.pack(odd)
+    assert packed[:1] == b"p" and forked.unpack(packed) == odd
+
+
 def test_an_exchange_travels_as_plain_values() -> None:
     e = Exchange(3, "x", 1.5, 0.25, "POST", "http://h/runs", (("a", "b"),), b"{}",
                  Response(400, {"content-type": "application/json"}, {"error": "x"}))
