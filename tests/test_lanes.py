@@ -192,6 +192,50 @@ def test_lanes_whose_minted_keys_are_refused_fall_back_to_one_after_another() ->
     assert rows and _verdicts(rows) == _verdicts(alone)
 
 
+class _CallerSeams:
+    """A host (the reference host, or a faulty one) whose seams mint tenants and register
+    suites for the caller's keys alone: a lane's keys get 403 there (`refused`: "tenants",
+    "eval-suites")."""
+
+    def __init__(self, host: Any, refused: str) -> None:
+        self.host, self.refused = host, refused
+
+    @property
+    def name(self) -> str:
+        return "caller-seams"
+
+    def request(self, method: str, path: str, *, api_key: str | None = None,
+                json: Any = NO_BODY, headers: dict[str, str] | None = None) -> Response:
+        if (path.startswith(f"/conformance/seams/{self.refused}")
+                and (api_key or "").startswith("hk_lane_")
+                and not (isinstance(json, dict) and "workspace" in json)):
+            return Response(403, {"content-type": "application/json"},
+                            {"error": "forbidden", "message": "only the operator's keys"})
+        answer: Response = self.host.request(method, path, api_key=api_key, json=json,
+                                             headers=headers)
+        return answer
+
+
+@pytest.mark.parametrize(("name", "refused"), [
+    ("idempotency-shared-across-workspaces", "tenants"), (None, "tenants"),
+    ("matches-in-any-case", "eval-suites"), (None, "eval-suites")])
+def test_a_class_its_lane_s_keys_judge_less_of_is_judged_as_one_after_another(
+        name: str | None, refused: str) -> None:
+    """A sampled class drawn on a lane's tenants whose keys a seam refuses (a workspace of
+    another tenant not minted: a faulty host that passed so; a suite not registered:
+    blocked) is drawn again on the caller's: the verdicts of one after another."""
+    from refsim.zoo.faulty import mutant
+    verdicts = []
+    for lanes in (1, 8):
+        host = SimHost(seed=0) if name is None else mutant(name).host()
+        rows = run_parts(Target(), ("sampled",), client=_CallerSeams(host, refused),
+                         api_key=KEY_A, tenant_b_key=KEY_B, lanes=lanes)
+        verdicts.append(_verdicts(rows))
+    assert verdicts[1] == verdicts[0]
+    if name is not None:
+        assert any(v[2] == "executed-fail" for v in verdicts[0])
+
+
 def test_the_lanes_keys_are_redacted_as_the_caller_s(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """`--trace` writes every row's exchanges: the keys the lanes minted (in the seam's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -236,6 +236,7 @@ def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
     from refsim.check.sampled import run_sampled, wanted_classes
     from refsim.progress import Stopped
     futures: dict[str, list[Future[list[Row]]]] = {}
+    noted: set[str] = set()  # sampled rows that say what their lane's keys did not do
     with Lanes(minted) as lanes:
         try:
             def example(e: Example, keys: Mapping[str, str]) -> list[Row]:
@@ -244,7 +245,7 @@ def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
 
             def sampled(cls: str, keys: Mapping[str, str]) -> list[Row]:
                 return run_sampled(lambda: client, prefix, keys=keys, seed=target.seed,
-                                   only=(cls,))
+                                   only=(cls,), noted=noted)
 
             def invariant(inv: Invariant, ran: Mapping[str, Row], keys: Mapping[str, str]
                           ) -> list[Row]:
@@ -276,7 +277,7 @@ def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
                                                for f in futures[part])}
             raise Stopped(_in_order(done, parts, prefix), len(done), len(parts)) from None
     try:
-        _again_alone(found, client, caller, target.seed)
+        _again_alone(found, client, caller, target.seed, noted)
     except KeyboardInterrupt:  # Ctrl-C while judging a red row again: as the lanes left it
         raise Stopped(_in_order(found, parts, prefix), len(found), len(parts)) from None
     return _in_order(found, parts, prefix)
@@ -289,13 +290,14 @@ def _in_order(found: Mapping[str, list[Row]], parts: Sequence[str], prefix: str 
 
 
 def _again_alone(found: dict[str, list[Row]], client: HostClient,
-                 caller: Mapping[str, str], seed: int) -> None:
+                 caller: Mapping[str, str], seed: int, noted: Collection[str] = ()) -> None:
     """Each row that failed in a lane (or was blocked because a check raised) is judged
     again, one after another, on the caller's own tenants, with nothing else in flight
     (the latency leg apart: it had the host alone already); that judgement stands, and
     its exchanges are the row's evidence (curl lines that send them again with the
     caller's keys). A fault that reaches across tenants can show in a row whose lane
-    shared the host with others; the row names it only if it shows again on its own."""
+    shared the host with others; the row names it only if it shows again on its own. A
+    sampled class is drawn again also where its lane's keys did less (`noted`)."""
     from refsim.check.examples import load_examples, run_examples
     from refsim.check.invariants import load_invariants, run_invariants
     from refsim.check.scenario import scenario_row
@@ -337,7 +339,13 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
             (found["invariants"][index],) = run_invariants(
                 lambda: client, invariants=[inv], keys=caller, remote=True, ran=ran)
     for index, row in enumerate(found.get("sampled", [])):
-        if again(row):  # drawn again with the same seed, the host alone
+        # A class drawn on a lane's tenants is drawn again with the same seed on the
+        # caller's, the host alone, also where it was not judged, or says what it did not
+        # ask or make: a lane's keys may do less than the caller's (a seam that mints
+        # tenants or registers suites for the caller's key alone), and a class judged on
+        # less than one after another would judge must not stand.
+        if again(row) or row.check_id in noted or row.disposition in (
+                Disposition.BLOCKED, Disposition.INAPPLICABLE):
             forget({row.check_id})
             rows = _sampled(lambda: client, row.check_id, dict(caller), seed)
             found["sampled"][index] = next((r for r in rows if r.check_id == row.check_id),

@@ -616,11 +616,12 @@ def wanted_classes(prefix: str | None = None) -> list[str]:
 
 def run_sampled(make_host: Callable[[], HostClient], prefix: str | None = None, *,
                 keys: Mapping[str, str] | None = None, seed: int = 0,
-                stop_on_fail: bool = False, only: Collection[str] | None = None
-                ) -> list[Row]:
+                stop_on_fail: bool = False, only: Collection[str] | None = None,
+                noted: set[str] | None = None) -> list[Row]:
     """One row per class (those `prefix` matches, of `only` where given), each on a sample
     drawn with `seed`, all on one host (`make_host()` once); `stop_on_fail`: none after
-    the first that fails."""
+    the first that fails. `noted` gets the check id of each row that says what it did not
+    ask or make (a seam the keys could not use, a family the host lacks)."""
     wanted = [c for c in wanted_classes(prefix) if only is None or c in only]
     if not wanted:
         return []
@@ -656,6 +657,8 @@ def run_sampled(make_host: Callable[[], HostClient], prefix: str | None = None, 
         row = Row.judged(req, SCENARIO, [attrs.evolve(f, requirement_id=req) for f in setup]
                          + found, check_id(cls))
         note = f"; {ctx.notes[cls]}" if cls in ctx.notes else ""
+        if note and noted is not None:
+            noted.add(check_id(cls))
         rows.append(attrs.evolve(row, detail=f"{ctx.sizes.get(cls, 0)} sampled (seed {seed})"
                                  f"{note}; {row.detail}"))
     return rows
