@@ -170,6 +170,19 @@ def test_splice_after_what_this_process_sent_in_the_childs_stead() -> None:
     assert [trace.seq_of(e.response) for e in trace.snapshot()] == [1, 2, 3, 4, 5, 6, 7]
 
 
+def test_splice_moves_later_exchanges_by_what_the_other_process_numbered() -> None:
+    # the child numbered 3-6 but its trace kept only 5-6 (the oldest let go): the later
+    # exchange 3 here becomes 7, as one process numbers it
+    trace = Trace()
+    for seq, label in ((1, "a"), (2, "a"), (3, "c")):
+        trace.exchanges.append(_exchange(seq, label))
+    trace._seq = 3
+    assert trace.splice(2, [_exchange(5, "b"), _exchange(6, "b")], numbered=4) == 4
+    assert [(e.seq, e.segment) for e in trace.snapshot()] == [
+        (1, "a"), (2, "a"), (5, "b"), (6, "b"), (7, "c")]
+    assert trace.last == 7
+
+
 def test_exchanges_pack_by_marshal_and_by_pickle_where_marshal_cannot() -> None:
     from fractions import Fraction
     plain = ((1, "a", 0.5, 0.25, "GET", "/u", (("k", "v"),), None, 200, {"h": "1"},

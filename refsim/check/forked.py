@@ -57,6 +57,7 @@ class Sent(Generic[T]):
     result: T
     packed: bytes
     base: int
+    numbered: int  # how many exchanges the child numbered (its trace may keep fewer)
 
     @property
     def exchanges(self) -> tuple[tuple[Any, ...], ...]:
@@ -123,7 +124,8 @@ class Child(Generic[T]):
             trace = current()
             mine = tuple(e.plain() for e in (trace.snapshot() if trace is not None else ())
                          if e.seq > self._base)
-            data = pickle.dumps(Sent(result, pack(mine), self._base),
+            numbered = trace.last - self._base if trace is not None else 0
+            data = pickle.dumps(Sent(result, pack(mine), self._base, numbered),
                                 protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write, "wb") as pipe:
                 pipe.write(data)
@@ -181,7 +183,8 @@ def adopt(sent: Sent[Any], after: int | None = None) -> int:
     trace = current()
     if trace is None:
         return 0
-    return trace.splice(sent.base, [Exchange.of_plain(e) for e in sent.exchanges], after)
+    return trace.splice(sent.base, [Exchange.of_plain(e) for e in sent.exchanges], after,
+                        sent.numbered)
 
 
 def shifted(row: Row, by: int) -> Row:

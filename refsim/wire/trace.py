@@ -110,16 +110,18 @@ class Trace:
             self.exchanges.clear()
             self.exchanges.extend(kept)
 
-    def splice(self, base: int, inserted: Sequence[Exchange], after: int | None = None
-               ) -> int:
+    def splice(self, base: int, inserted: Sequence[Exchange], after: int | None = None,
+               numbered: int | None = None) -> int:
         """Put `inserted` (exchanges numbered from `base` + 1, recorded in another process
         that began from this trace's exchange `base`) right after exchange `after` (`base`
         when not given, never before it); they are numbered on from `after`, and those this
         trace numbered after it move up by as many: the numbering one process would have
-        given them all, sending `inserted` then. Returns that shift."""
+        given them all, sending `inserted` then. Returns that shift: `numbered`, how many
+        exchanges the other process numbered (more than `inserted` where its trace let
+        the oldest go), else as many as `inserted`."""
         at = base if after is None else max(after, base)
         with self._lock:
-            shift, moved = len(inserted), at - base
+            shift, moved = len(inserted) if numbered is None else numbered, at - base
             earlier = [e for e in self.exchanges if e.seq <= at]
             later = [attrs.evolve(e, seq=e.seq + shift) for e in self.exchanges
                      if e.seq > at]
