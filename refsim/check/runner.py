@@ -257,8 +257,8 @@ def _side_by_side(target: Target, parts: Sequence[str], prefix: str | None,
                 futures["conformance"] = [lanes.submit(lambda keys: run_scenario(
                     client, ScenarioConfig(keys[TENANT_A], keys.get(TENANT_B),
                                            alone=lanes.floor.alone)))]
-            if "sampled" in parts:  # a unit a class, each on its lane's tenants (a red
-                # row is drawn again on the caller's, the host alone: `_again_alone`)
+            if "sampled" in parts:  # a unit a class, each on its lane's tenants (one red,
+                # unjudged or `noted` is drawn again on the caller's: `_again_alone`)
                 futures["sampled"] = [lanes.submit(functools.partial(sampled, cls))
                                       for cls in wanted_classes(prefix)]
             if "examples" in parts:
