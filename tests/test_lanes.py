@@ -197,8 +197,8 @@ class _CallerSeams:
     suites for the caller's keys alone: a lane's keys get 403 there (`refused`: "tenants",
     "eval-suites")."""
 
-    def __init__(self, host: Any, refused: str) -> None:
-        self.host, self.refused = host, refused
+    def __init__(self, host: Any, refused: str) -> None:  # no `host`: seen from outside
+        self._inner, self.refused = host, refused
 
     @property
     def name(self) -> str:
@@ -211,8 +211,8 @@ class _CallerSeams:
                 and not (isinstance(json, dict) and "workspace" in json)):
             return Response(403, {"content-type": "application/json"},
                             {"error": "forbidden", "message": "only the operator's keys"})
-        answer: Response = self.host.request(method, path, api_key=api_key, json=json,
-                                             headers=headers)
+        answer: Response = self._inner.request(method, path, api_key=api_key, json=json,
+                                               headers=headers)
         return answer
 
 
@@ -234,6 +234,18 @@ def test_a_class_its_lane_s_keys_judge_less_of_is_judged_as_one_after_another(
     assert verdicts[1] == verdicts[0]
     if name is not None:
         assert any(v[2] == "executed-fail" for v in verdicts[0])
+
+
+def test_rows_a_lane_s_keys_left_unjudged_are_judged_as_one_after_another() -> None:
+    """The runs seams (erase, resolve) for the caller's keys alone: example rows that erase
+    or resolve a source are blocked in a lane, and judged again on the caller's tenants
+    they pass, as one after another."""
+    parts = ("conformance", "examples", "invariants")
+    verdicts = [_verdicts(run_parts(Target(), parts, client=_CallerSeams(
+        SimHost(seed=0), "runs"), api_key=KEY_A, tenant_b_key=KEY_B, lanes=lanes))
+        for lanes in (1, 8)]
+    assert verdicts[1] == verdicts[0]
+    assert not [v for v in verdicts[0] if v[2] in ("blocked", "executed-fail")]
 
 
 def test_the_lanes_keys_are_redacted_as_the_caller_s(tmp_path: Path,

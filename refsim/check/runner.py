@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import attrs
 
 from refsim.check.assume import Reading, build
-from refsim.check.findings import RAISED, Disposition, Row, matches
+from refsim.check.findings import Disposition, Row, matches
 from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
 from refsim.check.scenario import (
     HOST_LEGS,
@@ -291,8 +291,8 @@ def _in_order(found: Mapping[str, list[Row]], parts: Sequence[str], prefix: str 
 
 def _again_alone(found: dict[str, list[Row]], client: HostClient,
                  caller: Mapping[str, str], seed: int, noted: Collection[str] = ()) -> None:
-    """Each row that failed in a lane (or was blocked because a check raised) is judged
-    again, one after another, on the caller's own tenants, with nothing else in flight
+    """Each row that failed in a lane or was not judged there (blocked, inapplicable) is
+    judged again, one after another, on the caller's own tenants, with nothing else in flight
     (the latency leg apart: it had the host alone already); that judgement stands, and
     its exchanges are the row's evidence (curl lines that send them again with the
     caller's keys). A fault that reaches across tenants can show in a row whose lane
@@ -304,9 +304,13 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
     from refsim.wire.trace import current
     trace = current()
 
-    def again(row: Row) -> bool:  # red, or blocked because a check raised under the load
-        return row.disposition is Disposition.EXECUTED_FAIL or (
-            row.disposition is Disposition.BLOCKED and row.detail.endswith(RAISED))
+    def again(row: Row) -> bool:
+        # Red, or not judged: a check raised under the load, or a lane's keys did less than
+        # the caller's would (a seam that erases, resolves, mints or registers for the
+        # caller's key alone), and a row judged on less than one after another must not
+        # stand. A row the outside cannot judge (in process only) is skipped, not this.
+        return row.disposition in (Disposition.EXECUTED_FAIL, Disposition.BLOCKED,
+                                   Disposition.INAPPLICABLE)
 
     def forget(labels: set[str]) -> None:
         if trace is not None:
@@ -340,12 +344,9 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
                 lambda: client, invariants=[inv], keys=caller, remote=True, ran=ran)
     for index, row in enumerate(found.get("sampled", [])):
         # A class drawn on a lane's tenants is drawn again with the same seed on the
-        # caller's, the host alone, also where it was not judged, or says what it did not
-        # ask or make: a lane's keys may do less than the caller's (a seam that mints
-        # tenants or registers suites for the caller's key alone), and a class judged on
-        # less than one after another would judge must not stand.
-        if again(row) or row.check_id in noted or row.disposition in (
-                Disposition.BLOCKED, Disposition.INAPPLICABLE):
+        # caller's, the host alone, also where it says what it did not ask or make (a
+        # judged row, on less than one after another would judge).
+        if again(row) or row.check_id in noted:
             forget({row.check_id})
             rows = _sampled(lambda: client, row.check_id, dict(caller), seed)
             found["sampled"][index] = next((r for r in rows if r.check_id == row.check_id),
