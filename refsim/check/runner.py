@@ -300,6 +300,7 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
     sampled class is drawn again also where its lane's keys did less (`noted`)."""
     from refsim.check.examples import load_examples, run_examples
     from refsim.check.invariants import load_invariants, run_invariants
+    from refsim.check.sampled import check_id, run_sampled, wanted_classes
     from refsim.check.scenario import scenario_row
     from refsim.wire.trace import current
     trace = current()
@@ -348,7 +349,8 @@ def _again_alone(found: dict[str, list[Row]], client: HostClient,
         # judged row, on less than one after another would judge).
         if again(row) or row.check_id in noted:
             forget({row.check_id})
-            rows = _sampled(lambda: client, row.check_id, dict(caller), seed)
+            rows = run_sampled(lambda: client, keys=dict(caller), seed=seed,
+                               only=[c for c in wanted_classes() if check_id(c) == row.check_id])
             found["sampled"][index] = next((r for r in rows if r.check_id == row.check_id),
                                            row)
 
