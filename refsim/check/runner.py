@@ -25,6 +25,13 @@ from refsim.host import SimHost
 from refsim.wire.client import HostClient
 
 PARTS = ("conformance", "examples", "invariants", "sampled")
+# The order `first_fail` runs the parts in (a kill matrix asks only whether a host is
+# killed, and by what first). Measured on the zoo's 114 hosts that show on the wire, to each
+# one's first kill over HTTP: the report's order sent 79,700 requests (86 CPU-s), this one
+# 63,600 (61 CPU-s), the best of the five orders timed; in process 22 CPU-s became 15. The
+# example table, the dearest part, comes last: the invariants then run the rows they name
+# themselves, which costs less than the table's rows that kill no host.
+FIRST_FAIL_ORDER = ("conformance", "sampled", "invariants", "examples")
 
 
 class HostRecipe(Protocol):
@@ -86,8 +93,8 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
     that one host (over HTTP): every row the wire can witness, the rest listed apart.
 
     `first_fail`: no row after the first that fails (a kill matrix needs only whether a
-    host is killed, and by what first); the latency leg, a tenth of a check's requests,
-    then runs last, when nothing else has killed the host.
+    host is killed, and by what first), the parts in `FIRST_FAIL_ORDER`; the latency leg,
+    a tenth of a check's requests, then runs last, when nothing else has killed the host.
 
     `lanes` (with `client`, without `first_fail`): rows side by side, each lane with
     tenants of its own (`refsim.check.lanes`), where the host lets them be minted; `say`
@@ -135,7 +142,11 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
             "sampled": lambda: _sampled(target.host, prefix, None, target.seed, first_fail),
             LATENCY: lambda: run_scenario(target.host(), config, only=(LATENCY,)),
         }
-    order = [*parts, LATENCY] if first_fail and "conformance" in parts else list(parts)
+    order = list(parts)
+    if first_fail:  # the parts that kill soonest first, the latency leg last
+        order = sorted(parts, key=lambda p: FIRST_FAIL_ORDER.index(p)
+                       if p in FIRST_FAIL_ORDER else len(FIRST_FAIL_ORDER))
+        order += [LATENCY] if "conformance" in parts else []
     for index, part in enumerate(order):
         try:
             found = runners[part]()
