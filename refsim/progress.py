@@ -9,7 +9,6 @@ Ctrl-C prints no traceback from any of them."""
 
 from __future__ import annotations
 
-import gc
 import signal
 import sys
 import time
@@ -104,21 +103,6 @@ def ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-# A worker's cycle collector: what it inherited at the fork is frozen (no collection walks
-# the imported modules again), and the youngest generation is collected every 50,000
-# allocations instead of 700. A campaign's workers spent 5 % of their time collecting
-# with the defaults, under 2 % with these; the older generations still run (every 20 and
-# 20 x 10 of those), so a worker that judges host after host does not keep its cycles.
-WORKER_GC_THRESHOLDS = (50_000, 20, 10)
-
-
-def worker_start() -> None:
-    """A `run_all` worker's start: interrupts left to the parent, the collector set."""
-    ignore_interrupts()
-    gc.freeze()
-    gc.set_threshold(*WORKER_GC_THRESHOLDS)
-
-
 def _call(packed: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> tuple[int, Any]:
     index, fn, args = packed
     return index, fn(*args)
@@ -146,7 +130,7 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], *, jobs: int
             interrupted = True
         return [done[i] for i in sorted(done)], interrupted
     import multiprocessing
-    pool = multiprocessing.Pool(processes=min(jobs, len(calls)), initializer=worker_start)
+    pool = multiprocessing.Pool(processes=min(jobs, len(calls)), initializer=ignore_interrupts)
     try:
         packed = [(i, fn, args) for i, args in enumerate(calls)]
         results = pool.imap_unordered(_call, packed, chunksize=1)
