@@ -588,3 +588,35 @@ def test_serve_a_mutant_whose_fault_is_invisible_over_http_says_so() -> None:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=15)
     assert "invisible over HTTP" in lines[2] and str(hidden.inside_only) in lines[2]
+
+
+def test_a_shutdown_waits_for_no_tick_of_uvicorns_with_a_kept_alive_connection_open(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvicorn's shutdown sleeps a tenth of a second after asking its connections to close,
+    then a tenth at a time until they have: every served host a matrix column or a test
+    ends paid that. refsim's polls every SHUTDOWN_POLL_SECONDS instead. The sleeps the
+    serving loop asks for once shutdown has begun are recorded (the client's kept-alive
+    connection still open): none is uvicorn's tenth, and the client's answer came whole."""
+    import asyncio
+
+    from refsim.wire import server as server_module
+
+    asked: list[float] = []
+    real_sleep = asyncio.sleep
+    stopping: list[Any] = []
+
+    async def recorded(delay: float, *args: Any, **kwargs: Any) -> Any:
+        if stopping and stopping[0].is_set():
+            asked.append(delay)
+        return await real_sleep(delay, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded)
+    with background(SimHost(seed=0)) as server:
+        stopping.append(server.app.stopping)
+        client = HttpClient(server.url)
+        answer = client.request("GET", "/.well-known/openwop")
+        assert answer.status == 200 and answer.json is not None
+        assert server.open_connections == 1  # kept alive through the shutdown
+    assert asked, "the shutdown polled for its connections"
+    assert max(asked) <= server_module.SHUTDOWN_POLL_SECONDS
+    client.close()

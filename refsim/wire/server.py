@@ -38,6 +38,7 @@ from refsim.wire.limits import (
 from refsim.wire.router import refusal_response
 
 GRACEFUL_SHUTDOWN_SECONDS = 3
+SHUTDOWN_POLL_SECONDS = 0.005  # how often a shutdown looks whether its connections are gone
 BACKLOG = 2048
 
 
@@ -179,8 +180,33 @@ class _Uvicorn(uvicorn.Server):
                 loop.call_soon_threadsafe(woken.set)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's graceful shutdown, polled every `SHUTDOWN_POLL_SECONDS` where uvicorn
+        waits a tenth of a second after asking its connections to close and then a tenth
+        at a time for them to go: a served host that closes when its client is done (a
+        kill or pass matrix column, a test) ended 0.1 s later than it could, 200 times a
+        `refsim mutants`. The same steps and bounds otherwise: stop accepting, ask every
+        connection to finish, wait for them and the tasks within the graceful timeout,
+        then cancel what is left."""
         self.app.stopping.set()  # live streams and long polls end first
-        await super().shutdown(sockets)
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        try:
+            async with asyncio.timeout(self.config.timeout_graceful_shutdown):
+                while self.server_state.connections and not self.force_exit:
+                    await asyncio.sleep(SHUTDOWN_POLL_SECONDS)
+                while self.server_state.tasks and not self.force_exit:
+                    await asyncio.sleep(SHUTDOWN_POLL_SECONDS)
+                for server in self.servers:
+                    await server.wait_closed()
+        except TimeoutError:
+            for task in self.server_state.tasks:
+                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
 
 
 class WireServer:
