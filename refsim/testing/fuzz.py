@@ -253,13 +253,17 @@ def _with_evidence(result: FuzzResult, trace: Trace) -> FuzzResult:
 
 
 def run_programs(machine: type[RecordedFixturesMachine]) -> FuzzResult | None:
-    """The explicit programs, before anything random: every example row of the table as a
-    program of the machine, then the class sweep of specs/classes.yaml
+    """The explicit programs, before anything random: the class sweep of
+    specs/classes.yaml, then every example row of the table as a program of the machine
     (`refsim.testing.programs`). Counted in `machine.programs_run` (a row that cannot run
     on the host in `machine.rows_apart`, with why); the first breach is the run's
-    counterexample, shown as written."""
+    counterexample, shown as written.
+
+    The sweep first: its few programs kill most of the zoo's faulty hosts that the machine
+    kills (49 of 116 fell to a sweep program only after every table row had passed), and
+    run first they took the kill matrix's machine column from 45-52 to 33-34 CPU-s."""
     from refsim.testing.programs import run_program, sweep, table
-    for program in (*table(), *sweep(sorted(machine.tenant_keys))):
+    for program in (*sweep(sorted(machine.tenant_keys)), *table()):
         result = run_program(machine, program)
         if result.apart is not None:
             machine.rows_apart[program.name] = result.apart
