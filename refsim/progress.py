@@ -9,6 +9,7 @@ Ctrl-C prints no traceback from any of them."""
 
 from __future__ import annotations
 
+import queue
 import signal
 import sys
 import time
@@ -103,21 +104,37 @@ def ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _call(packed: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> tuple[int, Any]:
-    index, fn, args = packed
-    return index, fn(*args)
-
-
 WAKE_SECONDS = 0.1  # how soon a waiting `run_all` notices Ctrl-C
+
+Finished = tuple[int, Any, BaseException | None]
+
+
+def _reports(into: queue.SimpleQueue[Finished], index: int
+             ) -> tuple[Callable[[Any], None], Callable[[BaseException], None]]:
+    """A pool's callbacks for call `index`: its result, or what it raised, into `into`."""
+    def ok(result: Any) -> None:
+        into.put((index, result, None))
+
+    def failed(error: BaseException) -> None:
+        into.put((index, None, error))
+    return ok, failed
 
 
 def run_all(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], *, jobs: int,
             progress: Progress | None = None,
-            label: Callable[[tuple[Any, ...]], str] | None = None
+            label: Callable[[tuple[Any, ...]], str] | None = None,
+            waits: Callable[[tuple[Any, ...]], bool] | None = None,
+            long: Callable[[tuple[Any, ...]], bool] | None = None
             ) -> tuple[list[T], bool]:
     """`fn(*args)` for each of `calls`, over `jobs` processes (in this one when jobs <= 1),
     advancing `progress` as each finishes. Returns the results of the calls that finished,
-    in the order of `calls`, and whether Ctrl-C stopped the run before all did."""
+    in the order of `calls`, and whether Ctrl-C stopped the run before all did.
+
+    Calls that `waits` names spend most of their time waiting, not computing (a host whose
+    answers sleep by design): they run one after another in one more process, beside the
+    `jobs` that take the rest, so that their waits leave no core idle. A pool of `jobs`
+    alone would hold a core for each of them while it sleeps. Calls that `long` names start
+    first: one of them started last would leave the other processes idle while it ends."""
     done: dict[int, T] = {}
     interrupted = False
     if jobs <= 1 or len(calls) <= 1:
@@ -130,29 +147,45 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], *, jobs: int
             interrupted = True
         return [done[i] for i in sorted(done)], interrupted
     import multiprocessing
-    pool = multiprocessing.Pool(processes=min(jobs, len(calls)), initializer=ignore_interrupts)
+    apart = [i for i, args in enumerate(calls) if waits is not None and waits(args)]
+    rest = sorted(set(range(len(calls))) - set(apart),
+                  key=lambda i: (long is None or not long(calls[i]), i))
+    if not rest:  # nothing to wait beside: the waiting calls share the pool
+        apart, rest = [], apart
+    finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
+    pools = [multiprocessing.Pool(processes=min(jobs, len(rest)), initializer=ignore_interrupts)]
+    if apart:
+        pools.append(multiprocessing.Pool(processes=1, initializer=ignore_interrupts))
     try:
-        packed = [(i, fn, args) for i, args in enumerate(calls)]
-        results = pool.imap_unordered(_call, packed, chunksize=1)
+        for pool, indices in zip(pools, (rest, apart)[:len(pools)], strict=True):
+            for index in indices:
+                ok, failed = _reports(finished, index)
+                pool.apply_async(fn, calls[index], callback=ok, error_callback=failed)
         while len(done) < len(calls):
             # Waited for a little at a time: Ctrl-C may reach another thread of this
             # process (tqdm's monitor, say), and a wait without a timeout would notice it
             # only when the next call finishes.
             try:
-                index, result = results.next(timeout=WAKE_SECONDS)
-            except multiprocessing.TimeoutError:
+                index, result, error = finished.get(timeout=WAKE_SECONDS)
+            except queue.Empty:
                 continue
+            if error is not None:
+                raise error
             done[index] = result
             if progress is not None:
                 progress.advance(1, label(calls[index]) if label else None)
     except KeyboardInterrupt:
         interrupted = True
-        pool.terminate()
+        for pool in pools:
+            pool.terminate()
     except BaseException:
-        pool.terminate()
-        pool.join()
+        for pool in pools:
+            pool.terminate()
+            pool.join()
         raise
     else:
-        pool.close()
-    pool.join()
+        for pool in pools:
+            pool.close()
+    for pool in pools:
+        pool.join()
     return [done[i] for i in sorted(done)], interrupted

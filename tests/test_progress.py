@@ -58,6 +58,40 @@ def test_run_all_keeps_the_order_of_the_calls_over_processes() -> None:
     assert done == [0, 1, 4, 9, 16, 25] and not stopped
 
 
+def _pid_after(n: int, seconds: float) -> tuple[int, int, float]:
+    started = time.monotonic()
+    time.sleep(seconds)
+    return n, os.getpid(), started
+
+
+def test_run_all_runs_the_calls_that_wait_in_one_more_process_beside_the_pool() -> None:
+    """A call that mostly waits (a host whose answers sleep) holds no core of the pool: the
+    waiting calls go one after another to a process of their own, and results keep the
+    order of the calls."""
+    calls = [(n, 0.2 if n in (1, 4) else 0.05) for n in range(6)]
+    done, stopped = run_all(_pid_after, calls, jobs=2, waits=lambda a: a[0] in (1, 4))
+    assert not stopped and [n for n, _, _ in done] == list(range(6))
+    waiting = {pid for n, pid, _ in done if n in (1, 4)}
+    others = {pid for n, pid, _ in done if n not in (1, 4)}
+    assert len(waiting) == 1 and not waiting & others and len(others) <= 2
+    # Beside the pool, not after it: the first waiting call starts with the first others.
+    first_wait = min(t for n, _, t in done if n in (1, 4))
+    assert first_wait < max(t for n, _, t in done if n not in (1, 4))
+
+
+def test_run_all_starts_the_long_calls_first() -> None:
+    calls = [(n, 0.3 if n >= 4 else 0.01) for n in range(6)]
+    done, stopped = run_all(_pid_after, calls, jobs=2, long=lambda a: a[0] >= 4)
+    assert not stopped and [n for n, _, _ in done] == list(range(6))
+    assert max(t for n, _, t in done if n >= 4) < min(t for n, _, t in done if n < 4)
+
+
+def test_run_all_with_only_waiting_calls_spreads_them_over_the_pool() -> None:
+    done, stopped = run_all(_pid_after, [(n, 0.1) for n in range(4)], jobs=2,
+                            waits=lambda a: True)
+    assert not stopped and len({pid for _, pid, _ in done}) == 2
+
+
 @pytest.fixture
 def ctrl_c_raises() -> Iterator[None]:
     """Ctrl-C raising KeyboardInterrupt in this process and not blocked, as in refsim's

@@ -63,6 +63,9 @@ class Variant:
     # Why the simulator's inside cannot judge it (then in process it is judged from
     # outside too, as over HTTP).
     outside_only: str | None = None
+    # Its answers wait by design (sleeps, a run that goes on after answering): most of its
+    # judging is waiting, which the matrix overlaps with other hosts' work (`run_all`).
+    waits: bool = False
 
     @property
     def doc(self) -> str:
@@ -878,14 +881,14 @@ PASS_ZOO: tuple[Variant, ...] = (
     Variant("runs-after-answering",
             "runs.md: createRun answers 201 with status pending|running; the run goes on "
             "after the answer and the events poll shows it progress", _with_edge(_Later),
-            diff="a run reads as running until its events have been read"),
+            diff="a run reads as running until its events have been read", waits=True),
     Variant("slow-answers",
             "HTTP sets no time for an answer; here each takes 0.5 to 3 ms longer, at random",
-            _with_edge(_slow)),
+            _with_edge(_slow), waits=True),
     Variant("round-robin-replicas",
             "HTTP sets no time for an answer; RFC 0252 §C's SHOULD is on foreign against "
             "unknown refusals: here every third and fourth answer, whatever it is, takes "
-            "3 ms longer", _with_edge(_replicas)),
+            "3 ms longer", _with_edge(_replicas), waits=True),
     Variant("no-replay-family",
             "runs.md: forkRun is gated on the replay family; a gated operation not "
             "advertised answers 404", _with_edge(lambda: _seams(ALL_SEAMS, replay=False)),

@@ -234,7 +234,8 @@ def compute(jobs: int | None = None, *, programs: bool = True,
     names = [m.name for m in ZOO]
     jobs = jobs or min(len(names), os.cpu_count() or 1)
     hosts, stopped = run_all(_judge_named, [(n,) for n in names], jobs=jobs,
-                             progress=progress, label=lambda a: str(a[0]))
+                             progress=progress, label=lambda a: str(a[0]),
+                             waits=lambda a: mutant(str(a[0])).timing_only)
     doc = table(hosts)
     if stopped:  # the table of the hosts judged by then: a verdict may still change
         doc["partial"] = {"judged": len(hosts), "of": len(names)}

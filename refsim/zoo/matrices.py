@@ -175,8 +175,10 @@ def kill_matrix_json(mutants: Sequence[Mutant] = ZOO, *, machine_examples: int =
     names = [m.name for m in mutants]
     args = [(n, machine_examples, machine_steps, http, shrink_budget, programs, all_rows)
             for n in names]
+    # A host whose fault is in time sleeps through much of its judging (`run_all`).
     docs, stopped = run_all(_judge_json, args, jobs=jobs, progress=progress,
-                            label=lambda a: str(a[0]))
+                            label=lambda a: str(a[0]),
+                            waits=lambda a: mutant(str(a[0])).timing_only)
     doc = to_document(docs)
     if stopped:
         doc["partial"] = {"judged": len(docs), "of": len(names)}
@@ -297,8 +299,12 @@ def pass_matrix_json(names: Sequence[str] | None = None, *, http: bool = True,
     from refsim.zoo.correct import PASS_ZOO
     chosen = list(names) if names is not None else [v.name for v in PASS_ZOO]
     jobs = jobs or min(len(chosen), os.cpu_count() or 1)
+    from refsim.zoo.correct import variant
     docs, stopped = run_all(_judge_variant_json, [(n, http, machine, diff) for n in chosen],
-                            jobs=jobs, progress=progress, label=lambda a: str(a[0]))
+                            jobs=jobs, progress=progress, label=lambda a: str(a[0]),
+                            waits=lambda a: variant(str(a[0])).waits,
+                            # a wrapped app runs the machine's programs over HTTP too
+                            long=lambda a: variant(str(a[0])).asgi is not None)
     if stopped:
         raise Stopped(docs, len(docs), len(chosen))
     return docs
