@@ -297,3 +297,39 @@ def test_all_rows_names_every_requirement_a_column_breaks() -> None:
     assert stopped.http is not None and every.http is not None
     assert len(stopped.http.failed) == 1 and set(stopped.http.failed) <= set(every.http.failed)
     assert len(every.http.failed) > 1
+
+
+def _first_failing(name: str) -> Any:
+    from refsim.check.findings import Disposition
+    from refsim.check.runner import PARTS, Target, run_parts
+    rows = run_parts(Target(recipe=mutant(name)), PARTS, first_fail=True)
+    return next(r for r in rows if r.disposition is Disposition.EXECUTED_FAIL)
+
+
+def test_over_http_asks_the_in_process_killer_first_and_else_runs_the_whole_check(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The over-HTTP column asks first the row that killed the host in process: the same
+    kill for a fraction of the requests. A row that finds nothing on the wire (here the
+    latency leg, on a host whose answers take no longer) leaves the column to the whole
+    check, as without it."""
+    from refsim.wire.httpclient import HttpClient
+    from refsim.zoo.matrices import over_http
+    sent = [0]
+    exchange = HttpClient._exchange
+
+    def counted(self: HttpClient, *args: Any, **kwargs: Any) -> Any:
+        sent[0] += 1
+        return exchange(self, *args, **kwargs)
+    monkeypatch.setattr(HttpClient, "_exchange", counted)
+
+    def requests(*args: Any) -> tuple[Side, int]:
+        sent[0] = 0
+        side = over_http(*args)
+        return side, sent[0]
+    host = mutant("every-task-served")  # killed far along FIRST_FAIL_ORDER
+    whole, whole_sent = requests(host)
+    hinted, hinted_sent = requests(host, False, _first_failing("every-task-served"))
+    assert whole.killed and hinted.killed
+    assert hinted_sent * 4 < whole_sent, (hinted_sent, whole_sent)
+    unrelated, unrelated_sent = requests(host, False, _first_failing("slow-tail-for-foreign"))
+    assert unrelated.failed == whole.failed and unrelated_sent > whole_sent

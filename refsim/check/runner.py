@@ -15,6 +15,7 @@ from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
 from refsim.check.scenario import (
     HOST_LEGS,
     LATENCY,
+    SCENARIO,
     SCENARIO_ROW,
     ScenarioConfig,
     run_scenario,
@@ -159,6 +160,26 @@ def run_parts(target: Target, parts: Sequence[str], prefix: str | None = None,
         if first_fail and any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
             break
     return rows
+
+
+def run_like(row: Row, client: HostClient, tenant_b_key: str | None = KEY_B,
+             api_key: str = KEY_A) -> list[Row]:
+    """The row of `client`'s host that judges what `row` (of another host, or another way
+    of judging) judged, and no other: its conformance leg alone, or the example, invariant
+    or sampled class whose check id it carries (rows a prefix of that id also names come
+    along). Stops at the first that fails. Nothing when `row` names none of these.
+
+    The kill matrix asks its over-HTTP column first what killed the host in process: the
+    row that found a breach there usually finds it on the wire, for a fraction of the
+    requests that reaching it in `FIRST_FAIL_ORDER` would take."""
+    config = ScenarioConfig(api_key, tenant_b_key)
+    if row.requirement_id in HOST_LEGS:
+        return run_scenario(client, config, only=(row.requirement_id,), stop_on_fail=True)
+    if row.requirement_id == SCENARIO or row.check_id == row.requirement_id:
+        return []  # a scenario row, or one no prefix names apart from its requirement's
+    return run_parts(Target(), ("examples", "invariants", "sampled"), prefix=row.check_id,
+                     client=client, tenant_b_key=tenant_b_key, api_key=api_key,
+                     first_fail=True)
 
 
 # The share of the example table `_in_two` runs here, before the invariants' checks and

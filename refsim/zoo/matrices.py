@@ -106,14 +106,22 @@ class Kill:
         return out
 
 
-def over_http(faulty: Mutant, all_rows: bool = False) -> Side:
+def over_http(faulty: Mutant, all_rows: bool = False, first: Row | None = None) -> Side:
     """Serve the faulty host (as `refsim serve --mutant` does) and run `check --base-url`
-    (to its first failing row, unless `all_rows`)."""
+    (to its first failing row, unless `all_rows`). `first`: the row that killed it in
+    process, asked first on a host of its own (`run_like`); where that row finds nothing
+    on the wire, the whole check runs on a fresh host, as without it."""
     if faulty.inside_only is not None:
         return Side(skipped=faulty.inside_only)
     from refsim.check.observe import KEY_A, KEY_B
+    from refsim.check.runner import run_like
     from refsim.wire.httpclient import HttpClient
     from refsim.wire.server import background
+    if first is not None and not all_rows:
+        with background(faulty.host()) as server:
+            rows = run_like(first, HttpClient(server.url), tenant_b_key=KEY_B, api_key=KEY_A)
+        if any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
+            return Side.of(rows)
     with background(faulty.host()) as server:
         rows = run_parts(Target(), PARTS, client=HttpClient(server.url), api_key=KEY_A,
                          tenant_b_key=KEY_B, first_fail=not all_rows)
@@ -129,7 +137,9 @@ def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
     `programs=False`: the random search alone, without the explicit programs first. The
     checker stops at a host's first failing row, in process and over HTTP, unless
     `all_rows` (then every requirement each column breaks is named)."""
-    side = Side.of(run_parts(Target(recipe=faulty), PARTS, first_fail=not all_rows))
+    rows = run_parts(Target(recipe=faulty), PARTS, first_fail=not all_rows)
+    side = Side.of(rows)
+    killer = next((r for r in rows if r.disposition is Disposition.EXECUTED_FAIL), None)
     result = shrunk = None
     for seed_value in MACHINE_SEEDS if machine_examples > 0 else ():
         # A fresh database per search: Hypothesis saves the failure it finds there, and
@@ -145,7 +155,7 @@ def judge_mutant(faulty: Mutant, *, machine_examples: int, machine_steps: int,
                                         seed_value=seed_value)
             break
     return Kill(faulty, side.failed, result, side.findings,
-                over_http(faulty, all_rows) if http else None, shrunk)
+                over_http(faulty, all_rows, killer) if http else None, shrunk)
 
 
 def _judge_json(name: str, machine_examples: int, machine_steps: int, http: bool,
