@@ -373,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--no-http", action="store_true",
                          help="skip the over-HTTP column (serve each host, check --base-url)")
     mutants.add_argument("--jobs", type=int, default=None,
-                         help="processes to spread the hosts over (default: one per core)")
+                         help="processes to spread the hosts over (default: one per core; "
+                              "hosts whose answers wait by design run in one more)")
     mutants.add_argument("--machine-steps", type=int, default=30,
                          help="steps per example of the machine")
     mutants.add_argument("--no-sweep", action="store_true",
@@ -384,7 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run every checker row on each faulty host, in process and "
                               "over HTTP, and name every requirement it breaks (default: "
                               "each column stops at its first failing row, the latency leg "
-                              "last)")
+                              "last; over HTTP the row that killed the host in process is "
+                              "asked first)")
     mutants.add_argument("--shrink-budget", type=float, default=None, metavar="SECONDS",
                          help="seconds to shrink each machine kill for display, after the "
                               "unshrunk run has decided it; the step count printed is the "
