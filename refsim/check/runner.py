@@ -15,7 +15,6 @@ from refsim.check.observe import KEY_A, KEY_B, TENANT_A, TENANT_B
 from refsim.check.scenario import (
     HOST_LEGS,
     LATENCY,
-    SCENARIO,
     SCENARIO_ROW,
     ScenarioConfig,
     run_scenario,
@@ -175,8 +174,8 @@ def run_like(row: Row, client: HostClient, tenant_b_key: str | None = KEY_B,
     config = ScenarioConfig(api_key, tenant_b_key)
     if row.requirement_id in HOST_LEGS:
         return run_scenario(client, config, only=(row.requirement_id,), stop_on_fail=True)
-    if row.requirement_id == SCENARIO or row.check_id == row.requirement_id:
-        return []  # a scenario row, or one no prefix names apart from its requirement's
+    if row.check_id == row.requirement_id:
+        return []  # the shape or the scenario row: no prefix names it apart
     return run_parts(Target(), ("examples", "invariants", "sampled"), prefix=row.check_id,
                      client=client, tenant_b_key=tenant_b_key, api_key=api_key,
                      first_fail=True)
