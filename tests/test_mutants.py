@@ -13,6 +13,7 @@ import pytest
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.internal.conjecture import engine as hypothesis_engine
 
+from refsim.check.scenario import HOST_LEGS, LATENCY
 from refsim.testing.fuzz import INVARIANT_CALLS, FuzzResult, Shrunk, shrink_for_display
 from refsim.zoo import falsify
 from refsim.zoo.faulty import ZOO, Mutant, mutant
@@ -331,5 +332,26 @@ def test_over_http_asks_the_in_process_killer_first_and_else_runs_the_whole_chec
     hinted, hinted_sent = requests(host, False, _first_failing("every-task-served"))
     assert whole.killed and hinted.killed
     assert hinted_sent * 4 < whole_sent, (hinted_sent, whole_sent)
-    unrelated, unrelated_sent = requests(host, False, _first_failing("slow-tail-for-foreign"))
+    unrelated, unrelated_sent = requests(host, False, _first_failing("echoes-id"))
     assert unrelated.failed == whole.failed and unrelated_sent > whole_sent
+    # The latency leg, a statistical judge, is not asked twice: no run of it alone first.
+    latency = _first_failing("slow-tail-for-foreign")
+    assert latency.check_id == LATENCY
+    timed, timed_sent = requests(host, False, latency)
+    assert timed.failed == whole.failed and timed_sent == whole_sent
+
+
+def test_run_like_runs_the_killing_row_not_the_leg_it_is_filed_under() -> None:
+    """A sampled class or an example row may be filed under a conformance leg's
+    requirement; `run_like` runs that class or row, which kills the host, not the leg,
+    which passed in process before it."""
+    from refsim.check.findings import Disposition
+    from refsim.check.runner import run_like
+    from refsim.wire.httpclient import HttpClient
+    from refsim.wire.server import background
+    killer = _first_failing("accepts-id-in-a-list")
+    assert killer.requirement_id in HOST_LEGS and killer.check_id not in HOST_LEGS
+    with background(mutant("accepts-id-in-a-list").host()) as server:
+        rows = run_like(killer, HttpClient(server.url))
+    assert [r.check_id for r in rows if r.disposition is Disposition.EXECUTED_FAIL] == [
+        killer.check_id]

@@ -172,8 +172,9 @@ def run_like(row: Row, client: HostClient, tenant_b_key: str | None = KEY_B,
     row that found a breach there usually finds it on the wire, for a fraction of the
     requests that reaching it in `FIRST_FAIL_ORDER` would take."""
     config = ScenarioConfig(api_key, tenant_b_key)
-    if row.requirement_id in HOST_LEGS:
-        return run_scenario(client, config, only=(row.requirement_id,), stop_on_fail=True)
+    if row.check_id in HOST_LEGS:  # a leg's check id is its requirement id; an example
+        # row or a sampled class filed under a leg's requirement is not that leg
+        return run_scenario(client, config, only=(row.check_id,), stop_on_fail=True)
     if row.check_id == row.requirement_id:
         return []  # the shape or the scenario row: no prefix names it apart
     return run_parts(Target(), ("examples", "invariants", "sampled"), prefix=row.check_id,

@@ -374,7 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="skip the over-HTTP column (serve each host, check --base-url)")
     mutants.add_argument("--jobs", type=int, default=None,
                          help="processes to spread the hosts over (default: one per core; "
-                              "hosts whose answers wait by design run in one more)")
+                              "with more than one, hosts whose answers wait by design run "
+                              "in one more)")
     mutants.add_argument("--machine-steps", type=int, default=30,
                          help="steps per example of the machine")
     mutants.add_argument("--no-sweep", action="store_true",

@@ -1,5 +1,6 @@
 """The kill matrix: every faulty host of the zoo against the checker (in process, and over
-HTTP through a served copy of it and `check --base-url`) and against the machine.
+HTTP through a served copy of it and `check --base-url`, the row that killed it in process
+asked first) and against the machine.
 
 A mutant survives when nothing kills it; `refsim mutants` exits 1 if any does. Hosts are
 spread over processes; the machine stops at its first counterexample and decides the kill
@@ -115,9 +116,12 @@ def over_http(faulty: Mutant, all_rows: bool = False, first: Row | None = None) 
         return Side(skipped=faulty.inside_only)
     from refsim.check.observe import KEY_A, KEY_B
     from refsim.check.runner import run_like
+    from refsim.check.scenario import LATENCY
     from refsim.wire.httpclient import HttpClient
     from refsim.wire.server import background
-    if first is not None and not all_rows:
+    # Not the latency leg: a statistical judge asked twice (alone, then in the whole check)
+    # would have two chances at a host that one `check --base-url` gives one.
+    if first is not None and not all_rows and first.check_id != LATENCY:
         with background(faulty.host()) as server:
             rows = run_like(first, HttpClient(server.url), tenant_b_key=KEY_B, api_key=KEY_A)
         if any(r.disposition is Disposition.EXECUTED_FAIL for r in rows):
