@@ -147,17 +147,20 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple[Any, ...]], *, jobs: int
             interrupted = True
         return [done[i] for i in sorted(done)], interrupted
     import multiprocessing
+    import multiprocessing.pool
     apart = [i for i, args in enumerate(calls) if waits is not None and waits(args)]
     rest = sorted(set(range(len(calls))) - set(apart),
                   key=lambda i: (long is None or not long(calls[i]), i))
     if not rest:  # nothing to wait beside: the waiting calls share the pool
         apart, rest = [], apart
     finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
-    pools = [multiprocessing.Pool(processes=min(jobs, len(rest)), initializer=ignore_interrupts)]
-    if apart:
-        pools.append(multiprocessing.Pool(processes=1, initializer=ignore_interrupts))
-    try:
-        for pool, indices in zip(pools, (rest, apart)[:len(pools)], strict=True):
+    pools: list[multiprocessing.pool.Pool] = []
+    try:  # the pools made inside: a Ctrl-C between the two still ends the first
+        for indices, size in ((rest, min(jobs, len(rest))), (apart, 1)):
+            if not indices:
+                continue
+            pools.append(pool := multiprocessing.Pool(processes=size,
+                                                      initializer=ignore_interrupts))
             for index in indices:
                 ok, failed = _reports(finished, index)
                 pool.apply_async(fn, calls[index], callback=ok, error_callback=failed)

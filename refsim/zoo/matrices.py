@@ -310,10 +310,9 @@ def pass_matrix_json(names: Sequence[str] | None = None, *, http: bool = True,
                      progress: Progress | None = None) -> list[dict[str, Any]]:
     """Every correct host judged, spread over `jobs` processes; Ctrl-C raises `Stopped`
     with the hosts judged by then."""
-    from refsim.zoo.correct import PASS_ZOO
+    from refsim.zoo.correct import PASS_ZOO, variant
     chosen = list(names) if names is not None else [v.name for v in PASS_ZOO]
     jobs = jobs or min(len(chosen), os.cpu_count() or 1)
-    from refsim.zoo.correct import variant
     docs, stopped = run_all(_judge_variant_json, [(n, http, machine, diff) for n in chosen],
                             jobs=jobs, progress=progress, label=lambda a: str(a[0]),
                             waits=lambda a: variant(str(a[0])).waits,
